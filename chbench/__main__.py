@@ -1,0 +1,3 @@
+from chbench.cli import main
+
+raise SystemExit(main())

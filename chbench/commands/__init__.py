@@ -1,0 +1,1 @@
+"""One module per command: turns parsed arguments into a plan or a comparison."""

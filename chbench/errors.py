@@ -1,0 +1,42 @@
+"""Errors meant for people: each carries one clear line and an exit code."""
+
+from __future__ import annotations
+
+# Exit codes shared by every command.
+EXIT_OK = 0
+EXIT_FINDING = 1  # compare: a query is slower; run: some query failed
+EXIT_USAGE = 2  # bad input: usage, files, targets, credentials
+EXIT_SERVER_LOST = 3  # the server went away during a run (results kept)
+EXIT_INTERRUPTED = 130  # Ctrl-C (results kept)
+
+
+class ChbenchError(Exception):
+    """An error whose message is shown to the user as one line."""
+
+    exit_code = EXIT_USAGE
+
+
+class UsageError(ChbenchError):
+    """Bad command line or input file."""
+
+
+class ConnectError(ChbenchError):
+    """The target cannot be reached or refused our credentials."""
+
+
+class ServerLost(ChbenchError):
+    """A target that was reachable stopped answering during a run."""
+
+    exit_code = EXIT_SERVER_LOST
+
+
+class QueryError(Exception):
+    """One execution failed on the server: recorded in the sample, the run goes on."""
+
+    def __init__(self, code: int | None, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def as_dict(self) -> dict[str, object]:
+        return {"code": self.code, "message": self.message}

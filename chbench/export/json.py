@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from chbench.export.base import Exporter
+
+
+class JsonExporter(Exporter):
+    name = "json"
+
+    def comparison(self, doc: dict[str, Any]) -> str:
+        return json.dumps(doc, indent=2)

@@ -1,0 +1,32 @@
+"""Writing results files atomically (temp file + fsync + rename): a crash, Ctrl-C or a
+dead server never leaves a half-written or lost file."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+SCHEMA_NAME = "chbench.results"
+SCHEMA_VERSION = 1
+
+
+def write_atomic(path: str | Path, doc: dict[str, Any]) -> None:
+    p = Path(path)
+    directory = p.parent if str(p.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(doc, f, separators=(",", ":"), allow_nan=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,99 @@
+"""Live progress: a rich table on a terminal, one plain line per query otherwise.
+
+Progress goes to stderr so that stdout stays clean for reports."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from chbench.stats.summary import relative_ci_halfwidth
+
+if TYPE_CHECKING:
+    from chbench.plan import Plan
+    from chbench.runner.runner import QueryState
+    from chbench.targets import Sample
+
+
+class Progress:
+    """Base: silent."""
+
+    def start(self, states: list[QueryState], plan: Plan) -> None:
+        self.states = states
+
+    def sample(self, st: QueryState, s: Sample) -> None:
+        pass
+
+    def query_done(self, st: QueryState) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+def _describe(st: QueryState, sid: str) -> str:
+    ok = st.ok_times[sid]
+    errs = st.errors[sid]
+    if not ok:
+        return f"{sid}: {errs} errors" if errs else f"{sid}: -"
+    med = float(np.median(ok))
+    w = relative_ci_halfwidth(ok)
+    ci = f"±{w:.1%}" if w != float("inf") else "±?"
+    return f"{sid}: {len(ok):>3} runs  median {med:9.1f} ms {ci}" + (f"  {errs} errors" if errs else "")
+
+
+class PlainProgress(Progress):
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stderr
+
+    def query_done(self, st: QueryState) -> None:
+        print(f"{st.name:<28} " + "   ".join(_describe(st, sid) for sid in st.sides), file=self.stream, flush=True)
+
+
+class LiveProgress(Progress):
+    def __init__(self) -> None:
+        self.console = Console(stderr=True)
+        self.live: Live | None = None
+        self.current = ""
+
+    def start(self, states: list[QueryState], plan: Plan) -> None:
+        super().start(states, plan)
+        self.live = Live(self._table(), console=self.console, refresh_per_second=4, transient=False)
+        self.live.start()
+
+    def _table(self) -> Table:
+        t = Table(title="chbench run", expand=False)
+        t.add_column("query")
+        t.add_column("state")
+        t.add_column("runs / median / 95% interval")
+        for st in getattr(self, "states", []):
+            state = "done" if st.finished() else ("running" if st.name == self.current else "")
+            t.add_row(st.name, state, "   ".join(_describe(st, sid) for sid in st.sides))
+        return t
+
+    def sample(self, st: QueryState, s: Sample) -> None:
+        self.current = st.name
+        if self.live is not None:
+            self.live.update(self._table())
+
+    def query_done(self, st: QueryState) -> None:
+        if self.live is not None:
+            self.live.update(self._table())
+
+    def stop(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+
+def make_progress(quiet: bool = False) -> Progress:
+    if quiet:
+        return Progress()
+    if sys.stderr.isatty():
+        return LiveProgress()
+    return PlainProgress()

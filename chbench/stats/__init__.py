@@ -1,0 +1,1 @@
+"""Statistics: per-sample summaries, confidence intervals, tests and verdicts."""

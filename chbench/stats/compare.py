@@ -1,0 +1,285 @@
+"""Comparing two sides query by query: ratio, interval, test, verdict, flags, summary.
+
+Method (documented in docs/statistics.md):
+* ratio = median(B) / median(A) of the compared metric (client_ms by default);
+* its 95% interval by bootstrap (percentile, resampling each side independently);
+* p-value from the two-sided Mann–Whitney U test (rank-based: suits skewed latencies),
+  adjusted with Holm's method across all compared queries;
+* ``slower``/``faster`` only when the adjusted p < alpha, the interval excludes 1 and the
+  ratio is beyond the threshold; ``unstable`` when the noise is too wide to tell a
+  threshold-sized change (interval wider than ±threshold, too few runs, bimodal,
+  drifting); ``no change`` otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from chbench.stats.summary import instability_reasons, median_ci, percentiles, relative_ci_halfwidth
+
+BOOTSTRAP = 2000
+SEED = 20261130
+TOO_SHORT_MS = 50.0
+
+
+@dataclass
+class SideData:
+    """One side of one query, as loaded from a results file."""
+
+    times: list[float] = field(default_factory=list)  # successful runs, in run order (ms)
+    server_times: list[float] = field(default_factory=list)
+    client_times: list[float] = field(default_factory=list)
+    errors: int = 0
+    error_sample: str | None = None
+    summary: dict[str, float] | None = None  # foreign files without raw samples
+    sql: str | None = None
+
+    @property
+    def summary_only(self) -> bool:
+        return not self.times and self.summary is not None
+
+    def median(self) -> float | None:
+        if self.times:
+            return float(np.median(self.times))
+        if self.summary and "median" in self.summary:
+            return float(self.summary["median"])
+        return None
+
+
+@dataclass
+class Options:
+    threshold: float = 0.05
+    alpha: float = 0.05
+    correction: str = "holm"  # holm | bh | none
+    min_runs: int = 5
+
+
+def holm(pvalues: list[float]) -> list[float]:
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    adj = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        adj[i] = running
+    return adj
+
+
+def benjamini_hochberg(pvalues: list[float]) -> list[float]:
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i], reverse=True)
+    adj = [1.0] * m
+    running = 1.0
+    for rank, i in enumerate(order):
+        running = min(running, pvalues[i] * m / (m - rank))
+        adj[i] = running
+    return adj
+
+
+def bootstrap_log_ratios(a: list[float], b: list[float], rng: np.random.Generator) -> np.ndarray:
+    xa = np.asarray(a, dtype=float)
+    xb = np.asarray(b, dtype=float)
+    ma = np.median(xa[rng.integers(0, len(xa), (BOOTSTRAP, len(xa)))], axis=1)
+    mb = np.median(xb[rng.integers(0, len(xb), (BOOTSTRAP, len(xb)))], axis=1)
+    return np.log(mb) - np.log(ma)
+
+
+def _side_json(s: SideData | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    out: dict[str, Any] = {"runs": len(s.times), "errors": s.errors}
+    if s.times:
+        out.update({k: round(v, 4) for k, v in percentiles(s.times).items()})
+        lo, hi = median_ci(s.times)
+        out["median_ci"] = [round(lo, 4), round(hi, 4)]
+    elif s.summary:
+        out.update({k: round(v, 4) for k, v in s.summary.items()})
+        out["summary_only"] = True
+    if s.server_times:
+        out["server_median"] = round(float(np.median(s.server_times)), 4)
+    if s.error_sample:
+        out["error_sample"] = s.error_sample
+    return out
+
+
+def compare_queries(
+    names: list[str],
+    side_a: dict[str, SideData],
+    side_b: dict[str, SideData],
+    opts: Options,
+    machine: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The whole comparison, as the JSON document ``compare --format json`` prints."""
+    rng = np.random.default_rng(SEED)
+    thr = opts.threshold
+    # the drift guard widens intervals by the machine's own change between runs
+    widen = 0.0
+    if machine and machine.get("material"):
+        widen = float(machine["log_change_bound"])
+    rows: list[dict[str, Any]] = []
+    boots: dict[int, np.ndarray] = {}
+    tested: list[int] = []
+    for name in names:
+        a, b = side_a.get(name), side_b.get(name)
+        row: dict[str, Any] = {
+            "name": name,
+            "verdict": "no change",
+            "ratio": None,
+            "ci": None,
+            "p_value": None,
+            "a": _side_json(a),
+            "b": _side_json(b),
+            "flags": [],
+            "reasons": [],
+        }
+        rows.append(row)
+        if a is None or b is None:
+            row["verdict"] = "only in A" if b is None else "only in B"
+            continue
+        a_failed = not a.times and not a.summary_only
+        b_failed = not b.times and not b.summary_only
+        if a_failed or b_failed:
+            row["verdict"] = "failed"
+            if a_failed and not b_failed:
+                row["flags"].append("fails in A only")
+            elif b_failed and not a_failed:
+                row["flags"].append("fails in B only (backward-incompatible?)")
+            else:
+                row["flags"].append("fails on both sides")
+            continue
+        if a.errors and not b.errors:
+            row["flags"].append(f"errors in A only ({a.errors})")
+        elif b.errors and not a.errors:
+            row["flags"].append(f"errors in B only ({b.errors})")
+        ma, mb = a.median(), b.median()
+        assert ma is not None and mb is not None
+        row["ratio"] = mb / ma if ma > 0 else math.inf
+        if min(ma, mb) < TOO_SHORT_MS:
+            row["flags"].append(f"too short to measure well (< {TOO_SHORT_MS:.0f} ms)")
+        for label, s in (("A", a), ("B", b)):
+            if s.server_times and s.client_times:
+                cm, sm = float(np.median(s.client_times)), float(np.median(s.server_times))
+                if cm - sm > max(5.0, 0.5 * sm):
+                    row["flags"].append(f"slow on client in {label} (client {cm:.0f} ms vs server {sm:.0f} ms)")
+        if a.summary_only or b.summary_only:
+            row["flags"].append("summary numbers only: weaker verdict")
+            _summary_verdict(row, a, b, thr)
+            continue
+        lb = bootstrap_log_ratios(a.times, b.times, rng)
+        boots[len(rows) - 1] = lb
+        lo, hi = np.percentile(lb, [2.5, 97.5])
+        lo, hi = lo - widen, hi + widen
+        row["ci"] = [float(math.exp(lo)), float(math.exp(hi))]
+        row["p_value"] = float(sps.mannwhitneyu(a.times, b.times, alternative="two-sided").pvalue)
+        tested.append(len(rows) - 1)
+        reasons = [f"A: {r}" for r in instability_reasons(a.times, thr, opts.min_runs)]
+        reasons += [f"B: {r}" for r in instability_reasons(b.times, thr, opts.min_runs)]
+        if (hi - lo) / 2 > math.log1p(thr):
+            wa, wb = relative_ci_halfwidth(a.times), relative_ci_halfwidth(b.times)
+            reasons.append(
+                f"interval wider than ±{thr:.0%} (median uncertainty A ±{wa:.1%}, B ±{wb:.1%} "
+                f"over {len(a.times)}/{len(b.times)} runs)"
+            )
+        row["reasons"] = reasons
+    # false-alarm control across all tested queries
+    pv = [rows[i]["p_value"] for i in tested]
+    if opts.correction == "holm":
+        adj = holm(pv)
+    elif opts.correction == "bh":
+        adj = benjamini_hochberg(pv)
+    else:
+        adj = list(pv)
+    eff_thr = thr + (widen if widen else 0.0)
+    for i, p_adj in zip(tested, adj):
+        row = rows[i]
+        row["p_adjusted"] = p_adj
+        ratio = row["ratio"]
+        lo, hi = row["ci"]
+        significant = p_adj < opts.alpha and (lo > 1.0 or hi < 1.0)
+        if significant and ratio >= math.exp(math.log1p(eff_thr)) and lo > 1.0:
+            row["verdict"] = "slower"
+        elif significant and ratio <= math.exp(-math.log1p(eff_thr)) and hi < 1.0:
+            row["verdict"] = "faster"
+        elif row["reasons"]:
+            row["verdict"] = "unstable"
+        else:
+            row["verdict"] = "no change"
+        if widen and row["verdict"] in ("slower", "faster", "unstable"):
+            row["flags"].append("machine itself changed between the runs: verdict qualified")
+    return {"queries": rows, "summary": _summary(rows, boots, side_a, side_b, names, machine, opts)}
+
+
+def _summary_verdict(row: dict[str, Any], a: SideData, b: SideData, thr: float) -> None:
+    """Verdict from percentile summaries only: a change must clear the other side's spread."""
+    sa = a.summary or percentiles(a.times)
+    sb = b.summary or percentiles(b.times)
+    ratio = row["ratio"]
+    if ratio >= 1 + thr and sb.get("min", 0) > sa.get("p90", math.inf):
+        row["verdict"] = "slower"
+    elif ratio <= 1 - thr and sb.get("p90", math.inf) < sa.get("min", 0):
+        row["verdict"] = "faster"
+    elif (ratio >= 1 + thr or ratio <= 1 - thr):
+        row["verdict"] = "unstable"
+        row["reasons"].append("medians differ, but the runs' ranges overlap and no raw samples allow a test")
+    else:
+        row["verdict"] = "no change"
+
+
+def _summary(
+    rows: list[dict[str, Any]],
+    boots: dict[int, np.ndarray],
+    side_a: dict[str, SideData],
+    side_b: dict[str, SideData],
+    names: list[str],
+    machine: dict[str, Any] | None,
+    opts: Options,
+) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    ratios = [r["ratio"] for r in rows if r["ratio"] and math.isfinite(r["ratio"]) and r["ratio"] > 0]
+    geo: dict[str, Any] = {"ratio": None, "ci": None, "queries": len(ratios)}
+    if ratios:
+        geo["ratio"] = float(math.exp(np.mean(np.log(ratios))))
+        if boots and len(boots) == len(ratios):
+            rep = np.mean(np.vstack(list(boots.values())), axis=0)
+            lo, hi = np.percentile(rep, [2.5, 97.5])
+            geo["ci"] = [float(math.exp(lo)), float(math.exp(hi))]
+    both = [n for n in names if n in side_a and n in side_b]
+    sum_a = sum((side_a[n].median() or 0.0) for n in both)
+    sum_b = sum((side_b[n].median() or 0.0) for n in both)
+    return {
+        "verdicts": counts,
+        "geomean": geo,
+        "total_median_ms": {"a": sum_a, "b": sum_b, "ratio": (sum_b / sum_a) if sum_a else None},
+        "threshold": opts.threshold,
+        "alpha": opts.alpha,
+        "correction": opts.correction,
+        "machine": machine,
+    }
+
+
+def machine_change(cal_a: list[float], cal_b: list[float], material: float = 0.02) -> dict[str, Any] | None:
+    """How much the machine itself changed between two separate runs (the drift guard).
+
+    Compares the fixed calibration query measured interleaved through both runs. When the
+    change, or its uncertainty, is material, verdicts are widened by its bound."""
+    if len(cal_a) < 3 or len(cal_b) < 3:
+        return None
+    rng = np.random.default_rng(SEED + 1)
+    lb = bootstrap_log_ratios(cal_a, cal_b, rng)
+    lo, hi = np.percentile(lb, [2.5, 97.5])
+    change = float(np.median(cal_b) / np.median(cal_a))
+    bound = max(abs(lo), abs(hi))
+    return {
+        "calibration_ratio": change,
+        "ci": [float(math.exp(lo)), float(math.exp(hi))],
+        "log_change_bound": float(bound),
+        "material": bool(bound > math.log1p(material)),
+        "runs": [len(cal_a), len(cal_b)],
+    }

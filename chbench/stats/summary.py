@@ -1,0 +1,94 @@
+"""Describing one side's samples: medians, intervals and what makes them unreliable."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import stats as sps
+
+
+def median_ci(values: Sequence[float], conf: float = 0.95) -> tuple[float, float]:
+    """Distribution-free confidence interval of the median (order statistics)."""
+    x = np.sort(np.asarray(values, dtype=float))
+    n = len(x)
+    if n == 0:
+        return (math.nan, math.nan)
+    if n < 6:
+        return (float(x[0]), float(x[-1]))
+    # smallest symmetric pair of order statistics covering the median with prob >= conf
+    lo = int(sps.binom.ppf((1 - conf) / 2, n, 0.5))
+    lo = max(lo - 1, 0)
+    hi = n - 1 - lo
+    return (float(x[lo]), float(x[hi]))
+
+
+def relative_ci_halfwidth(values: Sequence[float], conf: float = 0.95) -> float:
+    """Half the width of the median's interval, relative to the median."""
+    if len(values) < 2:
+        return math.inf
+    lo, hi = median_ci(values, conf)
+    med = float(np.median(values))
+    return (hi - lo) / 2 / med if med > 0 else math.inf
+
+
+def percentiles(values: Sequence[float]) -> dict[str, float]:
+    x = np.asarray(values, dtype=float)
+    if len(x) == 0:
+        return {}
+    p = np.percentile(x, [0, 10, 50, 90, 99, 100])
+    return {
+        "min": float(p[0]),
+        "p10": float(p[1]),
+        "median": float(p[2]),
+        "p90": float(p[3]),
+        "p99": float(p[4]),
+        "max": float(p[5]),
+        "mean": float(x.mean()),
+    }
+
+
+def drift(values: Sequence[float]) -> tuple[float, float]:
+    """Trend over run order: (relative change from first to last run, p-value).
+
+    Theil–Sen slope over the run index (robust to outliers), tested with Kendall's tau."""
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n < 8:
+        return (0.0, 1.0)
+    idx = np.arange(n)
+    slope = sps.theilslopes(x, idx)[0]
+    tau = sps.kendalltau(idx, x)
+    med = float(np.median(x))
+    change = slope * (n - 1) / med if med > 0 else 0.0
+    return (float(change), float(tau.pvalue))
+
+
+def bimodal(values: Sequence[float]) -> bool:
+    """Two well separated clusters of runs, each holding at least a fifth of them."""
+    x = np.sort(np.asarray(values, dtype=float))
+    n = len(x)
+    if n < 10:
+        return False
+    gaps = np.diff(x)
+    i = int(np.argmax(gaps))
+    left, right = x[: i + 1], x[i + 1 :]
+    if min(len(left), len(right)) < max(2, n // 5):
+        return False
+    spread = max(np.subtract(*np.percentile(left, [75, 25])), np.subtract(*np.percentile(right, [75, 25])))
+    return bool(gaps[i] > 0.08 * np.median(x) and gaps[i] > 4 * spread)
+
+
+def instability_reasons(values: Sequence[float], threshold: float, min_runs: int = 5) -> list[str]:
+    """Why this side's runs cannot tell a threshold-sized change from noise (empty: fine)."""
+    reasons = []
+    n = len(values)
+    if n < min_runs:
+        return [f"too few runs ({n} < {min_runs})"]
+    if bimodal(values):
+        reasons.append("bimodal run times")
+    change, p = drift(values)
+    if p < 0.01 and abs(change) > threshold:
+        reasons.append(f"drifting over the run ({change:+.0%} from first to last run)")
+    return reasons

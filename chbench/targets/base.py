@@ -1,0 +1,148 @@
+"""The one small interface every target implements, and the sample it returns.
+
+A target is where queries go: the embedded chDB engine, the HTTP interface or the
+native protocol. The runner only ever sees :class:`Target`; like httpx's transports,
+each implementation hides its protocol behind ``execute``.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# ProfileEvents fetched from system.query_log by --server-metrics.
+PROFILE_EVENTS = (
+    "RealTimeMicroseconds",
+    "UserTimeMicroseconds",
+    "SystemTimeMicroseconds",
+    "OSCPUVirtualTimeMicroseconds",
+    "SelectedRows",
+    "SelectedBytes",
+)
+
+
+@dataclass
+class Sample:
+    """One execution of one query on one target."""
+
+    query_id: str
+    client_ms: float | None = None
+    server_ms: float | None = None
+    read_rows: int | None = None
+    read_bytes: int | None = None
+    result_rows: int | None = None
+    result_bytes: int | None = None
+    memory_bytes: int | None = None
+    error: dict[str, Any] | None = None
+    # filled by the runner
+    target: str = "A"
+    round: int = 0
+    warmup: bool = False
+    started_at: float = 0.0
+    server_metrics: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        if d["server_metrics"] is None:
+            del d["server_metrics"]
+        return d
+
+
+@dataclass
+class ServerInfo:
+    """What probing the target found out."""
+
+    version: str
+    settings: dict[str, str] = field(default_factory=dict)  # name -> current value
+    query_log: bool = False  # system.query_log can be read
+    notes: list[str] = field(default_factory=list)
+
+    def knows(self, setting: str) -> bool:
+        return setting in self.settings
+
+    def version_tuple(self) -> tuple[int, ...]:
+        return tuple(int(x) for x in re.findall(r"\d+", self.version)[:3])
+
+
+class Target(ABC):
+    """Where queries go. Implementations: embedded, http, native."""
+
+    kind: str = ""
+
+    def __init__(self, url: str) -> None:
+        self.url = url  # description without secrets
+        self.info: ServerInfo | None = None
+
+    @abstractmethod
+    def connect(self) -> ServerInfo:
+        """Open the connection and probe version and known settings.
+
+        Raises ConnectError with one clear line when unreachable or refused."""
+
+    @abstractmethod
+    def execute(self, sql: str, settings: dict[str, str], query_id: str, timeout: float | None) -> Sample:
+        """Run one query and return its sample.
+
+        A query the server rejects raises QueryError; a server that no longer
+        answers raises ServerLost."""
+
+    def query_rows(self, sql: str) -> list[list[str]]:
+        """Run an administrative query and return its rows as text (TSV-decoded)."""
+        raise NotImplementedError
+
+    def kill_query(self, query_id: str) -> None:
+        """Best effort: stop a query still running on the server."""
+        try:
+            self.query_rows(f"KILL QUERY WHERE query_id = '{query_id}' ASYNC")
+        except Exception:  # noqa: BLE001 - best effort only
+            pass
+
+    def fetch_server_metrics(self, query_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """query_log rows for these query_ids, in one batch query (needs system.query_log)."""
+        if not query_ids:
+            return {}
+        self.query_rows("SYSTEM FLUSH LOGS")
+        ids = ",".join("'" + q.replace("'", "") + "'" for q in query_ids)
+        modern = self.info is not None and self.info.version_tuple() >= (21, 0)
+        if modern:
+            events = ", ".join(f"ProfileEvents['{e}']" for e in PROFILE_EVENTS)
+        else:  # 18.x keeps ProfileEvents as two parallel arrays
+            events = ", ".join(
+                f"arrayElement(ProfileEvents.Values, indexOf(ProfileEvents.Names, '{e}'))" for e in PROFILE_EVENTS
+            )
+        rows = self.query_rows(
+            f"SELECT query_id, query_duration_ms, memory_usage, read_rows, read_bytes, {events} "
+            f"FROM system.query_log WHERE type = 2 AND query_id IN ({ids})"
+        )
+        out: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            m: dict[str, Any] = {
+                "query_duration_ms": int(r[1]),
+                "memory_usage": int(r[2]),
+                "read_rows": int(r[3]),
+                "read_bytes": int(r[4]),
+            }
+            m["profile_events"] = {e: int(v) for e, v in zip(PROFILE_EVENTS, r[5:])}
+            out[r[0]] = m
+        return out
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "url": self.url}
+
+
+def parse_exception_code(text: str) -> int | None:
+    m = re.search(r"Code:\s*(\d+)", text)
+    return int(m.group(1)) if m else None
+
+
+def first_line(text: str, limit: int = 300) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+AUTH_CODES = {192, 193, 194, 516}  # UNKNOWN_USER, WRONG_PASSWORD, REQUIRED_PASSWORD, AUTHENTICATION_FAILED

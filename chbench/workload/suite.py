@@ -1,0 +1,83 @@
+"""The built-in default suite: ten synthetic queries, each stressing a different part
+of the engine, generating their own data from ``numbers_mt``/``numbers``.
+
+Row counts are multiplied by ``--scale``. At scale 1.0 each query takes roughly
+60–250 ms on a 2-core machine with the embedded engine (measured with chDB 26.9).
+"""
+
+from __future__ import annotations
+
+from chbench.workload.query import Query
+
+# name -> (SQL template with {n}, {m} row counts, base n, base m)
+_SUITE: list[tuple[str, str, int, int]] = [
+    (
+        "aggregation",
+        "SELECT sum(number), avg(number * 3), max(number % 1000), min(bitXor(number, 12345))"
+        " FROM numbers_mt({n})",
+        150_000_000, 0,
+    ),
+    (
+        "group_by_small",
+        "SELECT number % 100 AS k, count(), sum(number), avg(number) FROM numbers_mt({n}) GROUP BY k",
+        100_000_000, 0,
+    ),
+    (
+        "group_by_large",
+        "SELECT k, count(), max(v) FROM (SELECT intHash32(number) % {m} AS k, number AS v"
+        " FROM numbers_mt({n})) GROUP BY k ORDER BY count() DESC, k LIMIT 10",
+        12_000_000, 3_000_000,
+    ),
+    (
+        "order_by_hash_limit",
+        "SELECT number FROM numbers_mt({n}) ORDER BY cityHash64(number) LIMIT 10",
+        150_000_000, 0,
+    ),
+    (
+        "hashing",
+        "SELECT sum(cityHash64(number)) + sum(sipHash64(number)) + sum(xxHash64(toString(number)))"
+        " FROM numbers_mt({n})",
+        8_000_000, 0,
+    ),
+    (
+        "math",
+        "SELECT sum(sin(number) * exp(-(number % 100) / 50.0) + log1p(number) + sqrt(number)"
+        " + atan2(number, 7)) FROM numbers_mt({n})",
+        10_000_000, 0,
+    ),
+    (
+        "uniq",
+        "SELECT uniq(intHash64(number) % 1000003), uniqExact(intHash32(number) % {m}) FROM numbers_mt({n})",
+        12_000_000, 600_000,
+    ),
+    (
+        "quantiles",
+        "SELECT quantiles(0.5, 0.9, 0.99)(intHash32(number) % 100000), quantileExact(0.5)(intHash32(number)),"
+        " quantileTDigest(0.99)(number) FROM numbers_mt({n})",
+        6_000_000, 0,
+    ),
+    (
+        "string_search",
+        "SELECT countIf(position(concat('user-', toString(number), '@example.com'), '7777') > 0),"
+        " countIf(concat('https://site', toString(number % 977), '.example/p') LIKE '%site9%')"
+        " FROM numbers_mt({n})",
+        8_000_000, 0,
+    ),
+    (
+        "join",
+        "SELECT count(), sum(b.v) FROM (SELECT number AS k FROM numbers({n})) AS a"
+        " INNER JOIN (SELECT number * 3 AS k, number AS v FROM numbers({m})) AS b ON a.k = b.k",
+        4_000_000, 1_500_000,
+    ),
+]
+
+# The drift guard: a short, fixed, single-threaded query measured once per round in
+# every run, never scaled, so two runs can tell how much the machine itself changed.
+CALIBRATION_SQL = "SELECT sum(cityHash64(number)) FROM numbers(40000000)"
+
+
+def default_suite(scale: float = 1.0) -> list[Query]:
+    out = []
+    for name, template, n, m in _SUITE:
+        out.append(Query(name=name, sql=template.format(n=max(1, round(n * scale)), m=max(1, round(m * scale)))))
+    return out

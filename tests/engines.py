@@ -1,0 +1,226 @@
+"""Real ClickHouse engines for tests and benchmark scripts.
+
+* ``ModernServer`` — the ClickHouse 26.9 server that ships inside the chDB wheel,
+  started in a process of its own with HTTP and native TCP listeners
+  (recipe in ``../shared/SERVERS.md``).
+* ``LegacyServer`` — the Debian ClickHouse 18.16 ``clickhouse-server``.
+
+Both bind 127.0.0.1 on free ports and are stopped (and their data removed) by ``stop()``.
+Run ``python -m tests.engines modern`` to start one by hand.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+_MODERN_SERVER_CODE = r"""
+import os, sys, threading
+import chdb._chdb as low
+fifo = sys.argv[1]
+data = sys.argv[2]
+sql = "SYSTEM START LISTEN QUERIES ALL; SELECT count() FROM file('%s', 'LineAsString')" % fifo
+def serve():
+    try:
+        low.query(sql, "TSV", path=data)
+    except Exception as e:  # pragma: no cover - reported to the parent
+        print("server error:", e, file=sys.stderr, flush=True)
+t = threading.Thread(target=serve)
+t.start()
+t.join()
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_http(port: int, timeout: float, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited early with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"server on port {port} did not answer /ping within {timeout}s")
+
+
+def _wait_tcp(port: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"nothing listens on TCP port {port}")
+
+
+class _Server:
+    http_port: int
+    tcp_port: int
+    proc: subprocess.Popen[bytes]
+    workdir: Path
+
+    @property
+    def http_url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    @property
+    def native_url(self) -> str:
+        return f"clickhouse://127.0.0.1:{self.tcp_port}"
+
+    def kill(self) -> None:
+        """Kill the server abruptly (SIGKILL), as a crash would."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def _cleanup(self) -> None:
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> _Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class ModernServer(_Server):
+    """ClickHouse 26.9 from the chDB wheel, serving HTTP and native TCP."""
+
+    def __init__(self) -> None:
+        self.workdir = Path(tempfile.mkdtemp(prefix="chbench-modern-"))
+        self.http_port, self.tcp_port = free_port(), free_port()
+        home = self.workdir / "home"
+        (home / ".clickhouse-local").mkdir(parents=True)
+        (home / ".clickhouse-local" / "config.xml").write_text(
+            "<clickhouse><listen_host>127.0.0.1</listen_host>"
+            f"<http_port>{self.http_port}</http_port><tcp_port>{self.tcp_port}</tcp_port>"
+            "<keep_alive_timeout>3</keep_alive_timeout></clickhouse>"
+        )
+        self.fifo = self.workdir / "stop.fifo"
+        os.mkfifo(self.fifo)
+        data = self.workdir / "data"
+        data.mkdir()
+        env = dict(os.environ, HOME=str(home))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _MODERN_SERVER_CODE, str(self.fifo), str(data)],
+            cwd=self.workdir,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.workdir / "stderr.log", "wb"),  # noqa: SIM115
+            start_new_session=True,
+        )
+        try:
+            _wait_http(self.http_port, 60, self.proc)
+            _wait_tcp(self.tcp_port, 10)
+        except Exception:
+            self.kill()
+            self._cleanup()
+            raise
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
+                os.write(fd, b"stop\n")
+                os.close(fd)
+                self.proc.wait(timeout=15)
+            except (OSError, subprocess.TimeoutExpired):
+                self.kill()
+        self._cleanup()
+
+
+LEGACY_BINARY = shutil.which("clickhouse-server") or "/usr/sbin/clickhouse-server"
+LEGACY_CONFIG_DIR = Path("/etc/clickhouse-server")
+
+
+class LegacyServer(_Server):
+    """The Debian ClickHouse 18.16 server with its own config and data in a temp dir."""
+
+    def __init__(self, extra_users_xml: str = "") -> None:
+        if not Path(LEGACY_BINARY).exists():
+            raise RuntimeError("clickhouse-server (Debian package) is not installed")
+        self.workdir = Path(tempfile.mkdtemp(prefix="chbench-legacy-"))
+        self.http_port, self.tcp_port = free_port(), free_port()
+        config = (LEGACY_CONFIG_DIR / "config.xml").read_text()
+        w = self.workdir
+        for tag, value in [
+            ("path", f"{w}/data/"),
+            ("tmp_path", f"{w}/tmp/"),
+            ("user_files_path", f"{w}/user_files/"),
+            ("format_schema_path", f"{w}/format_schemas/"),
+            ("log", f"{w}/server.log"),
+            ("errorlog", f"{w}/server.err.log"),
+            ("http_port", str(self.http_port)),
+            ("tcp_port", str(self.tcp_port)),
+            ("interserver_http_port", str(free_port())),
+        ]:
+            config = re.sub(rf"<{tag}>.*?</{tag}>", f"<{tag}>{value}</{tag}>", config, count=1, flags=re.S)
+        config = re.sub(r"<listen_host>::1?</listen_host>", "", config)
+        config = re.sub(r"<listen_host>0\.0\.0\.0</listen_host>", "", config)
+        config = re.sub(r"<level>\w+</level>", "<level>warning</level>", config, count=1)
+        if "<listen_host>127.0.0.1</listen_host>" not in config:
+            config = config.replace("<clickhouse>", "<clickhouse><listen_host>127.0.0.1</listen_host>", 1)
+            config = config.replace("<yandex>", "<yandex><listen_host>127.0.0.1</listen_host>", 1)
+        users = (LEGACY_CONFIG_DIR / "users.xml").read_text()
+        if extra_users_xml:
+            users = users.replace("</users>", extra_users_xml + "</users>", 1)
+        (w / "users.xml").write_text(users)
+        config = re.sub(r"<users_config>.*?</users_config>", f"<users_config>{w}/users.xml</users_config>", config)
+        (w / "config.xml").write_text(config)
+        self.proc = subprocess.Popen(
+            [LEGACY_BINARY, f"--config-file={w}/config.xml"],
+            cwd=w,
+            stdout=subprocess.DEVNULL,
+            stderr=open(w / "stderr.log", "wb"),  # noqa: SIM115
+            start_new_session=True,
+        )
+        try:
+            _wait_http(self.http_port, 60, self.proc)
+            _wait_tcp(self.tcp_port, 10)
+        except Exception:
+            self.kill()
+            self._cleanup()
+            raise
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._cleanup()
+
+
+if __name__ == "__main__":  # pragma: no cover - manual use
+    kind = sys.argv[1] if len(sys.argv) > 1 else "modern"
+    server: _Server = ModernServer() if kind == "modern" else LegacyServer()
+    print(f"{kind} server: {server.http_url}  {server.native_url}  (Ctrl-C stops it)", flush=True)
+    try:
+        while server.proc.poll() is None:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
