@@ -115,7 +115,9 @@ class ModernServer(_Server):
         (home / ".clickhouse-local" / "config.xml").write_text(
             "<clickhouse><listen_host>127.0.0.1</listen_host>"
             f"<http_port>{self.http_port}</http_port><tcp_port>{self.tcp_port}</tcp_port>"
-            "<keep_alive_timeout>3</keep_alive_timeout></clickhouse>"
+            "<keep_alive_timeout>3</keep_alive_timeout>"
+            "<query_log><database>system</database><table>query_log</table>"
+            "<flush_interval_milliseconds>1000</flush_interval_milliseconds></query_log></clickhouse>"
         )
         self.fifo = self.workdir / "stop.fifo"
         os.mkfifo(self.fifo)

@@ -68,6 +68,8 @@ def settings_to_send(side: SidePlan, info: ServerInfo, plan: Plan) -> tuple[dict
             notes.append(f"user is already readonly={current}")
     if plan.max_threads is not None:
         wanted["max_threads"] = str(plan.max_threads)
+    if plan.server_metrics:
+        wanted["log_queries"] = "1"
     if plan.timeout:
         wanted["max_execution_time"] = str(max(1, int(round(plan.timeout))))
     wanted.update(side.settings)
@@ -308,15 +310,20 @@ class Runner:
             if id(side.target) in seen:
                 continue
             seen.add(id(side.target))
-            if not infos[side.id].query_log:
-                self.doc["meta"].setdefault("server_metrics_notes", []).append(
-                    f"{side.target.url}: no system.query_log, server metrics unavailable"
-                )
-                continue
             ids = [s["query_id"] for q in self.doc["queries"] for s in q["samples"]
                    if s["target"] in {p.id for p in plan.sides if p.target is side.target}]
-            for i in range(0, len(ids), 2000):
-                fetched.update(side.target.fetch_server_metrics(ids[i : i + 2000]))
+            try:
+                for i in range(0, len(ids), 2000):
+                    fetched.update(side.target.fetch_server_metrics(ids[i : i + 2000]))
+            except QueryError as e:
+                self.doc["meta"].setdefault("server_metrics_notes", []).append(
+                    f"{side.target.url}: system.query_log unavailable ({e.message})"
+                )
+                continue
+            if side.target.kind == "embedded":
+                self.doc["meta"].setdefault("server_metrics_notes", []).append(
+                    "embedded: no system.query_log; samples carry chDB's own statistics"
+                )
         for q in self.doc["queries"]:
             for s in q["samples"]:
                 m = fetched.get(s["query_id"])

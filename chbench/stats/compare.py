@@ -181,10 +181,14 @@ def compare_queries(
         reasons += [f"B: {r}" for r in instability_reasons(b.times, thr, opts.min_runs)]
         if (hi - lo) / 2 > math.log1p(thr):
             wa, wb = relative_ci_halfwidth(a.times), relative_ci_halfwidth(b.times)
-            reasons.append(
+            reasons.insert(0,
                 f"interval wider than ±{thr:.0%} (median uncertainty A ±{wa:.1%}, B ±{wb:.1%} "
                 f"over {len(a.times)}/{len(b.times)} runs)"
             )
+        elif reasons and not any("too few runs" in r for r in reasons) and -math.log1p(thr) < lo < hi < math.log1p(thr):
+            # noisy runs, but the interval still rules out a threshold-sized change
+            row["flags"] += reasons
+            reasons = []
         row["reasons"] = reasons
     # false-alarm control across all tested queries
     pv = [rows[i]["p_value"] for i in tested]

@@ -12,6 +12,8 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from chbench.errors import QueryError
+
 # ProfileEvents fetched from system.query_log by --server-metrics.
 PROFILE_EVENTS = (
     "RealTimeMicroseconds",
@@ -92,10 +94,14 @@ class Target(ABC):
         """Run an administrative query and return its rows as text (TSV-decoded)."""
         raise NotImplementedError
 
+    def command(self, sql: str) -> None:
+        """Run an administrative statement that returns no rows."""
+        self.query_rows(sql)
+
     def kill_query(self, query_id: str) -> None:
         """Best effort: stop a query still running on the server."""
         try:
-            self.query_rows(f"KILL QUERY WHERE query_id = '{query_id}' ASYNC")
+            self.command(f"KILL QUERY WHERE query_id = '{query_id}' ASYNC")
         except Exception:  # noqa: BLE001 - best effort only
             pass
 
@@ -103,7 +109,10 @@ class Target(ABC):
         """query_log rows for these query_ids, in one batch query (needs system.query_log)."""
         if not query_ids:
             return {}
-        self.query_rows("SYSTEM FLUSH LOGS")
+        try:
+            self.command("SYSTEM FLUSH LOGS")
+        except QueryError:  # 18.x spelled it differently
+            self.command("SYSTEM FLUSH SYSTEM TABLES")
         ids = ",".join("'" + q.replace("'", "") + "'" for q in query_ids)
         modern = self.info is not None and self.info.version_tuple() >= (21, 0)
         if modern:

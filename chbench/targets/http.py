@@ -81,6 +81,9 @@ class HttpTarget(Target):
             raise QueryError(parse_exception_code(text), first_line(text))
         return text
 
+    def command(self, sql: str) -> None:
+        self._admin(sql)
+
     def query_rows(self, sql: str) -> list[list[str]]:
         text = self._admin(sql + "\nFORMAT TabSeparated")
         return [line.split("\t") for line in text.splitlines()]

@@ -1,0 +1,77 @@
+"""Fixtures: real engines only — the 26.9 server from the chDB wheel, the Debian 18.16
+server, and the embedded chDB engine (used in-process and through the CLI)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.engines import LegacyServer, ModernServer
+
+REPO = Path(__file__).resolve().parent.parent
+PASSWORD = "s3cret-Pa55"
+EXTRA_USER = (
+    f"<bench><password>{PASSWORD}</password><networks><ip>::/0</ip></networks>"
+    "<profile>default</profile><quota>default</quota></bench>"
+)
+
+
+@pytest.fixture(scope="session")
+def modern() -> Iterator[ModernServer]:
+    server = ModernServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def legacy() -> Iterator[LegacyServer]:
+    server = LegacyServer(extra_users_xml=EXTRA_USER)
+    yield server
+    server.stop()
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def run_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = None, timeout: float = 240) -> Result:
+    """Run the real command line in a fresh process, as a user would."""
+    full_env = dict(os.environ)
+    full_env.pop("CLICKHOUSE_PASSWORD", None)
+    full_env.update(env or {})
+    p = subprocess.run(
+        [sys.executable, "-m", "chbench", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        cwd=REPO,
+    )
+    return Result(p.returncode, p.stdout, p.stderr)
+
+
+def load(path: Path | str) -> Any:
+    return json.loads(Path(path).read_text())
+
+
+def assert_one_line_error(r: Result, code: int = 2) -> None:
+    assert r.code == code, (r.code, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("chbench: error:")]
+    assert len(errors) == 1, r.stderr

@@ -1,0 +1,269 @@
+"""``chbench run`` end to end through the real command line, on real engines."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PASSWORD, REPO, assert_one_line_error, load, run_cli
+from tests.engines import ModernServer
+
+FAST = ["--scale", "0.02", "--iterations", "3", "--warmup", "0", "--quiet"]
+
+
+def samples(doc, name=None, target=None):
+    return [
+        s
+        for q in doc["queries"]
+        if name is None or q["name"] == name
+        for s in q["samples"]
+        if not s["warmup"] and (target is None or s["target"] == target)
+    ]
+
+
+def test_default_suite_on_embedded_engine(tmp_path):
+    out = tmp_path / "r.json"
+    r = run_cli("run", "--out", str(out), "--scale", "0.02", "--iterations", "3")
+    assert r.code == 0, r.stderr
+    doc = load(out)
+    assert doc["schema"] == {"name": "chbench.results", "version": 1}
+    assert doc["status"] == "complete"
+    assert [q["name"] for q in doc["queries"]][:3] == ["aggregation", "group_by_small", "group_by_large"]
+    assert len(doc["queries"]) == 10
+    t = doc["targets"][0]
+    assert t["kind"] == "embedded" and t["server_version"].startswith("26.")
+    assert t["settings_sent"]["use_query_cache"] == "0" and t["settings_sent"]["readonly"] == "2"
+    meta = doc["meta"]
+    assert meta["tool"]["name"] == "chbench" and meta["host"]["cpu_count"] >= 1 and meta["host"]["python"]
+    for q in doc["queries"]:
+        assert q["sql_sent"].endswith("\nFORMAT Null")
+        runs = [s for s in q["samples"] if not s["warmup"]]
+        assert len(runs) == 3 and all(s["error"] is None and s["client_ms"] > 0 for s in runs)
+        assert all(s["server_ms"] is not None and s["query_id"] for s in runs)
+    assert len(doc["calibration"][0]["samples"]) == 3
+    assert "aggregation" in r.stdout  # the summary table
+
+
+def test_queries_file_names_format_stripping_and_read_only(tmp_path):
+    qf = tmp_path / "q.sql"
+    qf.write_text(
+        "-- name: small\nSELECT count() FROM numbers(1000) FORMAT JSON;\n"
+        "-- name: writer\nCREATE TABLE chbench_should_not_exist (x UInt8) ENGINE = Memory;\n"
+    )
+    out = tmp_path / "r.json"
+    r = run_cli("run", "--queries", str(qf), "--out", str(out), *FAST)
+    assert r.code == 1, r.stderr  # a query failed: recorded, run finished, non-zero exit
+    doc = load(out)
+    by = {q["name"]: q for q in doc["queries"]}
+    assert by["small"]["sql_sent"] == "SELECT count() FROM numbers(1000)\nFORMAT Null"
+    assert by["small"]["errors"] == 0
+    errs = [s["error"] for s in samples(doc, "writer")]
+    assert errs and all(e["code"] == 164 for e in errs)  # READONLY: the refusal is the error
+    assert doc["status"] == "complete"
+    assert "writer" in r.stderr
+
+
+def test_stdin_and_repeated_query_flags(tmp_path):
+    out = tmp_path / "r.json"
+    r = run_cli("run", "--queries", "-", "--query", "SELECT 2", "--out", str(out), *FAST, stdin="SELECT 1\n")
+    assert r.code == 0, r.stderr
+    assert [q["sql"] for q in load(out)["queries"]] == ["SELECT 1", "SELECT 2"]
+
+
+def test_side_by_side_settings_ab_alternates(tmp_path):
+    out = tmp_path / "ab.json"
+    r = run_cli("run", "--query", "SELECT sum(number) FROM numbers_mt(2000000)", "--setting-b", "max_threads=1",
+                "--out", str(out), "--iterations", "4", "--warmup", "0", "--quiet")
+    assert r.code == 0, r.stderr
+    doc = load(out)
+    assert [t["id"] for t in doc["targets"]] == ["A", "B"]
+    assert doc["targets"][1]["settings_sent"]["max_threads"] == "1"
+    assert "max_threads" not in doc["targets"][0]["settings_sent"]
+    order = [s["target"] for s in samples(doc)]
+    assert order == ["A", "B", "B", "A", "A", "B", "B", "A"]
+    cmp_ = run_cli("compare", str(out), "--format", "json")
+    assert cmp_.code in (0, 1) and cmp_.json()["queries"][0]["b"]["runs"] == 4
+
+
+def test_scale_b_side_by_side_matches_by_name(tmp_path):
+    out = tmp_path / "s.json"
+    r = run_cli("run", "--scale", "0.01", "--scale-b", "0.02", "--iterations", "2", "--warmup", "0", "--quiet",
+                "--out", str(out))
+    assert r.code == 0, r.stderr
+    q = load(out)["queries"][0]
+    assert "numbers_mt(1500000)" in q["sides"]["A"]["sql"] and "numbers_mt(3000000)" in q["sides"]["B"]["sql"]
+
+
+def test_two_targets_http_and_native(modern, tmp_path):
+    out = tmp_path / "t.json"
+    r = run_cli("run", "--target", modern.http_url, "--target", modern.native_url, "--query",
+                "SELECT count() FROM numbers_mt(1000000)", "--iterations", "3", "--warmup", "0", "--quiet",
+                "--out", str(out))
+    assert r.code == 0, r.stderr
+    doc = load(out)
+    assert [t["kind"] for t in doc["targets"]] == ["http", "native"]
+    assert all(s["server_ms"] is not None for s in samples(doc))
+
+
+def test_legacy_server_probe_unsupported_settings_and_missing_functions(legacy, tmp_path):
+    out = tmp_path / "l.json"
+    r = run_cli("run", "--target", f"http://127.0.0.1:{legacy.http_port}", "--out", str(out), *FAST,
+                "--server-metrics")
+    assert r.code == 1, r.stderr  # numbers_mt queries fail, per query
+    assert "Traceback" not in r.stderr
+    doc = load(out)
+    t = doc["targets"][0]
+    assert t["server_version"] == "18.16.1"
+    assert "use_query_cache" in t["unsupported_settings"] and "use_query_cache" not in t["settings_sent"]
+    by = {q["name"]: q for q in doc["queries"]}
+    assert all(s["error"]["code"] == 46 for s in samples(doc, "aggregation"))  # unknown function numbers_mt
+    join = samples(doc, "join")  # uses numbers(): works on 18.16
+    assert join and all(s["error"] is None for s in join)
+    assert all(s["server_metrics"]["profile_events"]["RealTimeMicroseconds"] > 0 for s in join)
+    assert all(s["server_ms"] is not None for s in join)  # from query_log: 18.16 has no summary header
+    assert by["aggregation"]["errors"] > 0
+
+
+def test_timeout_is_an_error_sample_and_run_goes_on(modern, tmp_path):
+    out = tmp_path / "t.json"
+    r = run_cli("run", "--target", modern.http_url, "--query", "SELECT sleep(3)", "--query", "SELECT 1",
+                "--timeout", "1", "--iterations", "2", "--warmup", "0", "--quiet", "--out", str(out))
+    assert r.code == 1
+    doc = load(out)
+    slow, fast = doc["queries"]
+    assert all(s["error"]["code"] == 159 for s in samples(doc, slow["name"]))
+    assert all(s["error"] is None for s in samples(doc, fast["name"]))
+    assert doc["targets"][0]["settings_sent"]["max_execution_time"] == "1"
+
+
+def test_password_from_env_and_file_never_stored(legacy, tmp_path):
+    out = tmp_path / "p.json"
+    url = f"http://bench@127.0.0.1:{legacy.http_port}"
+    r = run_cli("run", "--target", url, "--query", "SELECT 1", "--out", str(out), *FAST,
+                env={"CLICKHOUSE_PASSWORD": PASSWORD})
+    assert r.code == 0, r.stderr
+    pw = tmp_path / "pw"
+    pw.write_text(PASSWORD + "\n")
+    r2 = run_cli("run", "--target", url, "--query", "SELECT 1", "--out", str(out), "--password-file", str(pw), *FAST)
+    assert r2.code == 0, r2.stderr
+    r3 = run_cli("run", "--target", url, "--query", "SELECT 1", "--out", str(out), "--password", PASSWORD, *FAST)
+    assert r3.code == 0 and "process list" in r3.stderr
+    text = out.read_text()
+    assert PASSWORD not in text and PASSWORD not in r.stderr + r2.stderr + r3.stderr + r3.stdout
+    assert "***" in json.dumps(load(out)["meta"]["command"])
+
+
+def _spawn(args: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "chbench", *args], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_samples(out: Path, proc: subprocess.Popen[str], n: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        try:
+            if len(samples(load(out))) >= n:
+                return
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.2)
+    raise AssertionError("no samples appeared")
+
+
+def test_ctrl_c_keeps_everything_measured(modern, tmp_path):
+    out = tmp_path / "c.json"
+    proc = _spawn(["run", "--target", modern.http_url, "--query", "SELECT sleep(0.2)", "--iterations", "500",
+                   "--warmup", "0", "--out", str(out)])
+    _wait_for_samples(out, proc, 4)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err
+    doc = load(out)
+    assert doc["status"] == "interrupted" and len(samples(doc)) >= 4
+
+
+def test_killed_server_mid_run_leaves_valid_results(tmp_path):
+    server = ModernServer()
+    try:
+        out = tmp_path / "k.json"
+        proc = _spawn(["run", "--target", server.native_url, "--query", "SELECT sleep(0.2)", "--iterations",
+                       "500", "--warmup", "0", "--out", str(out)])
+        _wait_for_samples(out, proc, 3)
+        server.kill()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        server.stop()
+    assert proc.returncode == 3, err
+    assert "Traceback" not in err and "stopped answering" in err
+    doc = load(out)
+    assert doc["status"] == "server_lost" and len([s for s in samples(doc) if not s["error"]]) >= 3
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["run", "--target", "mysql://x"], "unknown target scheme"),
+        (["run", "--iterations", "0"], "must be a positive number"),
+        (["run", "--iterations", "-3"], "must be a positive number"),
+        (["run", "--queries", "/nonexistent/q.sql"], "query file not found"),
+        (["frobnicate"], "invalid choice"),
+        (["run", "--setting", "novalue"], "is not name=value"),
+    ],
+)
+def test_bad_input_one_line_exit_2(args, needle, tmp_path):
+    r = run_cli(*args, "--out", str(tmp_path / "x.json")) if args[0] == "run" else run_cli(*args)
+    assert_one_line_error(r)
+    assert needle in r.stderr
+
+
+@pytest.mark.parametrize("content,needle", [("", "empty query file"), ("SELECT 'x", "unterminated"),
+                                            ("-- nothing\n", "no query found")])
+def test_bad_query_files(tmp_path, content, needle):
+    qf = tmp_path / "q.sql"
+    qf.write_text(content)
+    r = run_cli("run", "--queries", str(qf), "--out", str(tmp_path / "x.json"))
+    assert_one_line_error(r)
+    assert needle in r.stderr
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_unreachable_server_and_wrong_password(legacy, tmp_path):
+    from tests.engines import free_port
+
+    r = run_cli("run", "--target", f"http://127.0.0.1:{free_port()}", "--out", str(tmp_path / "x.json"))
+    assert_one_line_error(r)
+    assert "cannot connect" in r.stderr
+    r = run_cli("run", "--target", f"clickhouse://bench@127.0.0.1:{legacy.tcp_port}", "--out",
+                str(tmp_path / "x.json"), env={"CLICKHOUSE_PASSWORD": "not-it"})
+    assert_one_line_error(r)
+    assert "authentication failed" in r.stderr and "not-it" not in r.stderr
+
+
+def test_syntax_error_query_is_recorded(tmp_path):
+    out = tmp_path / "s.json"
+    r = run_cli("run", "--query", "SELEC 1", "--query", "SELECT 1", "--out", str(out), *FAST)
+    assert r.code == 1 and "Traceback" not in r.stderr
+    doc = load(out)
+    assert doc["queries"][0]["errors"] >= 1 and samples(doc)[0]["error"]["code"] == 62
+    assert doc["queries"][1]["errors"] == 0
+
+
+def test_results_file_permissions_follow_umask(tmp_path):
+    out = tmp_path / "p.json"
+    assert run_cli("run", "--query", "SELECT 1", "--out", str(out), *FAST).code == 0
+    assert oct(os.stat(out).st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+def _umask() -> int:
+    m = os.umask(0)
+    os.umask(m)
+    return m

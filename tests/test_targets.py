@@ -1,0 +1,109 @@
+"""Each target kind against a real engine: probing, samples, errors, read-only, timeouts."""
+
+from __future__ import annotations
+
+import pytest
+
+from chbench.errors import ConnectError, QueryError, UsageError
+from chbench.targets import Credentials, make_target
+from tests.conftest import PASSWORD
+
+SETTINGS = {"use_query_cache": "0", "readonly": "2"}
+
+
+def test_target_url_parsing():
+    t = make_target("http://bob@db.example:8124/analytics", Credentials())
+    assert t.kind == "http" and t.url == "http://bob@db.example:8124/analytics"
+    t = make_target("clickhouses://db.example", Credentials(user="carol"))
+    assert t.kind == "native" and t.url == "clickhouses://carol@db.example:9440"
+    assert make_target("https://db.example", Credentials()).url.endswith(":8443")
+    assert make_target("embedded:/tmp/x", Credentials()).path == "/tmp/x"
+    with pytest.raises(UsageError, match="unknown target scheme"):
+        make_target("mysql://db", Credentials())
+    with pytest.raises(UsageError, match="unknown target"):
+        make_target("db.example:9000", Credentials())
+    with pytest.raises(UsageError, match="no password in a target URL"):
+        make_target("http://u:pw@db", Credentials())
+
+
+def test_embedded_target_probes_and_measures():
+    t = make_target("embedded", Credentials())
+    info = t.connect()
+    assert info.version.startswith("26.") and info.knows("use_query_cache")
+    s = t.execute("SELECT sum(number) FROM numbers_mt(2000000)\nFORMAT Null", SETTINGS, "e1", None)
+    assert s.client_ms >= s.server_ms > 0 and s.read_rows == 2_000_000 and s.error is None
+    with pytest.raises(QueryError) as e:
+        t.execute("SELEC 1", SETTINGS, "e2", None)
+    assert e.value.code == 62
+
+
+def test_embedded_read_only_and_settings_ab():
+    t = make_target("embedded", Credentials())
+    t.connect()
+    t.execute("SELECT 1", {"max_threads": "1", "readonly": "2"}, "e3", None)
+    assert t.query_rows("SELECT getSetting('max_threads')") == [["1"]]
+    t.execute("SELECT 1", {"readonly": "2"}, "e4", None)  # side A again: back to the default
+    assert t.query_rows("SELECT getSetting('max_threads')")[0][0] != "1"
+    with pytest.raises(QueryError) as e:
+        t.execute("CREATE TABLE chbench_ro (x UInt8) ENGINE = Memory", {"readonly": "2"}, "e5", None)
+    assert e.value.code == 164  # READONLY
+
+
+@pytest.mark.parametrize("scheme", ["http", "clickhouse"])
+def test_modern_server_targets(modern, scheme):
+    port = modern.http_port if scheme == "http" else modern.tcp_port
+    t = make_target(f"{scheme}://127.0.0.1:{port}", Credentials())
+    info = t.connect()
+    assert info.version.startswith("26.") and info.knows("use_query_cache")
+    s = t.execute("SELECT count() FROM numbers_mt(3000000)\nFORMAT Null", SETTINGS, f"m-{scheme}-1", 30)
+    assert s.server_ms is not None and 0 < s.server_ms <= s.client_ms
+    assert s.read_rows == 3_000_000
+    with pytest.raises(QueryError) as e:
+        t.execute("DROP TABLE IF EXISTS system.one", SETTINGS, f"m-{scheme}-2", 30)
+    assert e.value.code == 164
+    with pytest.raises(QueryError) as e:
+        t.execute("SELECT sleep(3)", {**SETTINGS, "max_execution_time": "1"}, f"m-{scheme}-3", 1)
+    assert e.value.code == 159
+    t.close()
+
+
+@pytest.mark.parametrize("scheme", ["http", "clickhouse"])
+def test_legacy_server_targets(legacy, scheme):
+    port = legacy.http_port if scheme == "http" else legacy.tcp_port
+    t = make_target(f"{scheme}://127.0.0.1:{port}", Credentials())
+    info = t.connect()
+    assert info.version == "18.16.1"
+    assert not info.knows("use_query_cache") and info.knows("readonly") and info.knows("max_threads")
+    sent = {"readonly": "2", "log_queries": "1"}
+    s = t.execute("SELECT count() FROM numbers(100000)\nFORMAT Null", sent, f"l-{scheme}-1", 30)
+    assert s.client_ms > 0 and s.error is None
+    with pytest.raises(QueryError) as e:  # no numbers_mt in 2018: a per-query error
+        t.execute("SELECT count() FROM numbers_mt(10)\nFORMAT Null", {"readonly": "2"}, f"l-{scheme}-2", 30)
+    assert e.value.code == 46
+    m = t.fetch_server_metrics([f"l-{scheme}-1"])[f"l-{scheme}-1"]  # one batch query by query_id
+    assert m["read_rows"] >= 100000 and m["query_duration_ms"] >= 0 and m["memory_usage"] > 0
+    assert set(m["profile_events"]) >= {"RealTimeMicroseconds", "UserTimeMicroseconds", "SystemTimeMicroseconds",
+                                        "OSCPUVirtualTimeMicroseconds", "SelectedRows", "SelectedBytes"}
+    assert m["profile_events"]["RealTimeMicroseconds"] > 0
+    t.close()
+
+
+@pytest.mark.parametrize("scheme", ["http", "clickhouse"])
+def test_password_user_and_wrong_password(legacy, scheme):
+    port = legacy.http_port if scheme == "http" else legacy.tcp_port
+    good = make_target(f"{scheme}://bench@127.0.0.1:{port}", Credentials(password=PASSWORD))
+    assert good.connect().version == "18.16.1"
+    good.close()
+    bad = make_target(f"{scheme}://bench@127.0.0.1:{port}", Credentials(password="wrong"))
+    with pytest.raises(ConnectError) as e:
+        bad.connect()
+    assert "authentication failed" in str(e.value) and "wrong" not in str(e.value)
+
+
+@pytest.mark.parametrize("scheme", ["http", "clickhouse"])
+def test_unreachable_server(scheme):
+    from tests.engines import free_port
+
+    t = make_target(f"{scheme}://127.0.0.1:{free_port()}", Credentials())
+    with pytest.raises(ConnectError, match="cannot connect"):
+        t.connect()

@@ -1,0 +1,84 @@
+import re
+
+import pytest
+
+from chbench.errors import UsageError
+from chbench.workload import default_suite, parse_queries, prepare_sql, query_name
+
+
+def test_script_with_names_comments_and_semicolons_in_strings():
+    qs = parse_queries(
+        "-- name: first\nSELECT 1; -- trailing\n/* a ; comment */ SELECT 'a;b' FORMAT JSON;\n"
+        "-- name: third\nSELECT 3 -- hi\n"
+    )
+    assert [q.name for q in qs][0] == "first"
+    assert qs[1].sql == "/* a ; comment */ SELECT 'a;b' FORMAT JSON"
+    assert qs[2].name == "third" and qs[2].sql == "SELECT 3 -- hi"
+
+
+def test_one_query_per_line_files_as_clickhouse_benchmark_reads_them():
+    qs = parse_queries("SELECT 1\nSELECT count() FROM numbers(10)\n\nSELECT 2\n")
+    assert [q.sql for q in qs] == ["SELECT 1", "SELECT count() FROM numbers(10)", "SELECT 2"]
+
+
+def test_multi_line_query_without_semicolon_is_one_query():
+    qs = parse_queries("SELECT number\nFROM numbers(10)\nWHERE number > 3\n")
+    assert len(qs) == 1 and qs[0].sql.startswith("SELECT number\nFROM")
+
+
+def test_forced_formats():
+    assert len(parse_queries("SELECT 1\nFROM t", fmt="lines")) == 2
+    assert len(parse_queries("SELECT 1\nSELECT 2", fmt="script")) == 1
+
+
+def test_duplicate_names_get_suffixes_and_names_are_stable():
+    qs = parse_queries("-- name: q\nSELECT 1;\n-- name: q\nSELECT 2;")
+    assert [q.name for q in qs] == ["q", "q#2"]
+    assert query_name("SELECT  count()\nFROM hits") == query_name("SELECT count() FROM hits")
+    assert query_name("SELECT 1") != query_name("SELECT 2")
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("", "no query"),
+        ("-- only a comment\n", "no query"),
+        ("SELECT 'unterminated", "unterminated ' quote"),
+        ("SELECT 1 /* open comment", "unterminated /* comment"),
+        ("SELECT \x00 binary", "not a text file"),
+    ],
+)
+def test_malformed_files_raise_clear_errors(text, message):
+    with pytest.raises(UsageError, match=re.escape(message)):
+        parse_queries(text, "q.sql")
+
+
+@pytest.mark.parametrize(
+    "sql,sent",
+    [
+        ("SELECT 1", "SELECT 1\nFORMAT Null"),
+        ("SELECT 1;", "SELECT 1\nFORMAT Null"),
+        ("SELECT 1 FORMAT JSONEachRow", "SELECT 1\nFORMAT Null"),
+        ("select 1 format TSV ;", "select 1\nFORMAT Null"),
+        ("SELECT 1 -- comment", "SELECT 1\nFORMAT Null"),
+        ("SELECT 'FORMAT JSON'", "SELECT 'FORMAT JSON'\nFORMAT Null"),
+        ("WITH 1 AS x SELECT x FORMAT CSV", "WITH 1 AS x SELECT x\nFORMAT Null"),
+        ("INSERT INTO t FORMAT CSV", "INSERT INTO t FORMAT CSV"),
+        ("DROP TABLE t", "DROP TABLE t"),
+    ],
+)
+def test_format_stripping(sql, sent):
+    assert prepare_sql(sql) == sent
+
+
+def test_keep_format():
+    assert prepare_sql("SELECT 1 FORMAT JSON;", keep_format=True) == "SELECT 1 FORMAT JSON"
+
+
+def test_default_suite_scales_every_row_count():
+    base = {q.name: q.sql for q in default_suite(1.0)}
+    big = {q.name: q.sql for q in default_suite(1.1)}
+    assert len(base) == 10 and set(base) == set(big)
+    assert "numbers_mt(150000000)" in base["aggregation"] and "numbers_mt(165000000)" in big["aggregation"]
+    assert "numbers(4000000)" in base["join"] and "numbers(4400000)" in big["join"]
+    assert "% 3300000" in big["group_by_large"]
