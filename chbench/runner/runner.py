@@ -12,6 +12,8 @@ The results file is rewritten atomically after every query and at every stop.
 
 from __future__ import annotations
 
+import gc
+import math
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -28,6 +30,9 @@ from chbench.targets import Sample, ServerInfo, Target
 from chbench.workload import CALIBRATION_SQL, prepare_sql
 
 SAVE_EVERY_S = 1.0
+# The calibration query runs after a round, at most once a second: often enough to
+# follow the machine, rarely enough not to disturb suites of very short queries.
+CALIBRATION_EVERY_S = 1.0
 MAX_ERRORS = 3  # a query side that failed this often (or twice with no success) stops
 
 
@@ -154,10 +159,13 @@ class Runner:
         self.counter += 1
         qid = f"chbench-{self.run_token}-{self.counter}"
         started = time.time()
+        gc.disable()  # no cyclic-GC pause inside the timed region
         try:
             s = side.target.execute(sql_sent, self.sent[side.id], qid, self.plan.timeout)
         except QueryError as e:
             s = Sample(query_id=qid, error=e.as_dict())
+        finally:
+            gc.enable()
         s.target, s.round, s.warmup, s.started_at = side.id, round_no, warmup, round(started, 3)
         return s
 
@@ -248,24 +256,29 @@ class Runner:
             st.spent_s += s.client_ms / 1000.0
 
     def _update_done(self, st: QueryState) -> None:
+        """Sides stop together (so side-by-side runs stay paired), except a side that
+        keeps failing, which stops on its own."""
         plan = self.plan
+        live = []
         for sid in st.sides:
-            ok = st.ok_times[sid]
             errs = st.errors[sid]
-            runs = len(ok) + errs
-            if errs >= MAX_ERRORS or (errs >= 2 and not ok):
+            if errs >= MAX_ERRORS or (errs >= 2 and not st.ok_times[sid]):
                 st.done[sid] = True
-            elif plan.iterations is not None:
-                st.done[sid] = runs >= plan.iterations
-            else:
-                st.done[sid] = runs >= plan.max_runs or (
-                    len(ok) >= plan.min_runs
-                    and (relative_ci_halfwidth(ok) <= plan.target_precision or st.spent_s >= plan.max_time_per_query)
-                )
-        if plan.iterations is None and st.spent_s >= plan.max_time_per_query:
-            if all(len(st.ok_times[s]) + st.errors[s] >= plan.min_runs for s in st.sides):
-                for sid in st.sides:
-                    st.done[sid] = True
+            if not st.done[sid]:
+                live.append(sid)
+        if not live:
+            return
+        runs = {sid: len(st.ok_times[sid]) + st.errors[sid] for sid in live}
+        if plan.iterations is not None:
+            finished = all(runs[sid] >= plan.iterations for sid in live)
+        else:
+            enough = all(len(st.ok_times[sid]) >= plan.min_runs for sid in live)
+            precise = all(relative_ci_halfwidth(st.ok_times[sid]) <= plan.target_precision for sid in live)
+            out_of_time = st.spent_s >= plan.max_time_per_query and all(runs[sid] >= plan.min_runs for sid in live)
+            finished = (enough and precise) or out_of_time or any(runs[sid] >= plan.max_runs for sid in live)
+        if finished:
+            for sid in live:
+                st.done[sid] = True
 
     def _warmup(self, states: list[QueryState], by_id: dict[str, SidePlan]) -> None:
         for _ in range(self.plan.warmup):
@@ -280,6 +293,7 @@ class Runner:
         plan = self.plan
         round_no = 0
         calib_sql = prepare_sql(CALIBRATION_SQL)
+        last_calibration = -math.inf
         pending = list(states)
         while pending:
             batch = pending if plan.interleave else pending[:1]
@@ -294,13 +308,17 @@ class Runner:
                 self._update_done(st)
                 if st.finished():
                     self.progress.query_done(st)
-                self.save()
-            for sid, c in calib.items():
-                s = self._execute(by_id[sid], calib_sql, round_no, False)
-                c["samples"].append(s.to_json())
+                    self.save(force=True)
+                else:
+                    self.save()
+            if calib and time.monotonic() - last_calibration >= CALIBRATION_EVERY_S:
+                for sid, c in calib.items():
+                    s = self._execute(by_id[sid], calib_sql, round_no, False)
+                    c["samples"].append(s.to_json())
+                last_calibration = time.monotonic()
             pending = [st for st in pending if not st.finished()]
             round_no += 1
-            self.save(force=True)
+            self.save()
 
     def _attach_server_metrics(self, infos: dict[str, ServerInfo]) -> None:
         plan = self.plan

@@ -271,19 +271,22 @@ def _summary(
 def machine_change(cal_a: list[float], cal_b: list[float], material: float = 0.02) -> dict[str, Any] | None:
     """How much the machine itself changed between two separate runs (the drift guard).
 
-    Compares the fixed calibration query measured interleaved through both runs. When the
-    change, or its uncertainty, is material, verdicts are widened by its bound."""
+    Compares the fixed calibration query measured interleaved through both runs. The
+    change is material when it is significant (Mann–Whitney p < 0.01) and beyond
+    ``material``; then verdicts are widened by it."""
     if len(cal_a) < 3 or len(cal_b) < 3:
         return None
     rng = np.random.default_rng(SEED + 1)
     lb = bootstrap_log_ratios(cal_a, cal_b, rng)
     lo, hi = np.percentile(lb, [2.5, 97.5])
     change = float(np.median(cal_b) / np.median(cal_a))
-    bound = max(abs(lo), abs(hi))
+    p = float(sps.mannwhitneyu(cal_a, cal_b, alternative="two-sided").pvalue)
+    is_material = p < 0.01 and abs(change - 1) > material
     return {
         "calibration_ratio": change,
         "ci": [float(math.exp(lo)), float(math.exp(hi))],
-        "log_change_bound": float(bound),
-        "material": bool(bound > math.log1p(material)),
+        "p_value": p,
+        "log_change_bound": abs(math.log(change)) if is_material else 0.0,
+        "material": bool(is_material),
         "runs": [len(cal_a), len(cal_b)],
     }

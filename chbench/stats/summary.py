@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,11 +18,14 @@ def median_ci(values: Sequence[float], conf: float = 0.95) -> tuple[float, float
         return (math.nan, math.nan)
     if n < 6:
         return (float(x[0]), float(x[-1]))
-    # smallest symmetric pair of order statistics covering the median with prob >= conf
-    lo = int(sps.binom.ppf((1 - conf) / 2, n, 0.5))
-    lo = max(lo - 1, 0)
-    hi = n - 1 - lo
-    return (float(x[lo]), float(x[hi]))
+    lo = _median_rank(n, conf)
+    return (float(x[lo]), float(x[n - 1 - lo]))
+
+
+@lru_cache(maxsize=4096)
+def _median_rank(n: int, conf: float) -> int:
+    """Smallest symmetric pair of order statistics covering the median with prob >= conf."""
+    return max(int(sps.binom.ppf((1 - conf) / 2, n, 0.5)) - 1, 0)
 
 
 def relative_ci_halfwidth(values: Sequence[float], conf: float = 0.95) -> float:
