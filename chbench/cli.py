@@ -170,6 +170,9 @@ def build_parser() -> Parser:
     cmp_.add_argument("--alpha", type=float, default=0.05, help="significance level after correction (default 0.05)")
     cmp_.add_argument("--correction", choices=["holm", "bh", "none"], default="holm")
     cmp_.add_argument("--metric", choices=["client_ms", "server_ms"], default="client_ms")
+    cmp_.add_argument("--between-run-factor", type=float, default=0.7, metavar="F",
+                      help="two separate runs: allow for each run shifting a query's median by F x its "
+                           "run-to-run spread (MAD); 0 turns it off (default 0.7, see docs/statistics.md)")
     cmp_.add_argument("--format", choices=["console", "markdown", "json", "csv"], default="console")
     cmp_.add_argument("--fail-on", choices=["slower", "unstable", "never"], default="slower")
     cmp_.add_argument("--output", metavar="FILE", help="write the report here instead of stdout")

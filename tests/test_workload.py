@@ -80,5 +80,5 @@ def test_default_suite_scales_every_row_count():
     big = {q.name: q.sql for q in default_suite(1.1)}
     assert len(base) == 10 and set(base) == set(big)
     assert "numbers_mt(150000000)" in base["aggregation"] and "numbers_mt(165000000)" in big["aggregation"]
-    assert "numbers(4000000)" in base["join"] and "numbers(4400000)" in big["join"]
-    assert "% 3300000" in big["group_by_large"]
+    assert "numbers(10000000)" in base["join"] and "numbers(11000000)" in big["join"]
+    assert "% 550000" in big["group_by_large"]

@@ -53,7 +53,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         separate = True
     else:
         raise UsageError(f"compare takes one side-by-side file or two files, got {len(files)}")
-    for f, st in zip(files, statuses):
+    for f, st in zip(files, statuses, strict=True):
         if st != "complete":
             notes.append(f"{f} is incomplete (status: {st}): only what it holds is compared")
     if any(f != "chbench" for f in formats):
@@ -72,6 +72,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             notes.append("separate runs: drift of the machine between them cannot be told from a change; "
                          "a side-by-side run (two --target, or --setting-b/--scale-b) is more trustworthy")
     opts = Options(threshold=args.threshold, alpha=args.alpha, correction=args.correction)
+    if separate and formats == ["chbench", "chbench"]:
+        opts.between_run = args.between_run_factor
     doc = compare_queries(names, side_a.queries, b_queries, opts, machine)
     doc["a_label"], doc["b_label"] = side_a.label, side_b.label
     doc["files"] = files

@@ -3,6 +3,7 @@ dead server never leaves a half-written or lost file."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -32,8 +33,6 @@ def write_atomic(path: str | Path, doc: dict[str, Any]) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, p)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise

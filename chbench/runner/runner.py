@@ -12,6 +12,7 @@ The results file is rewritten atomically after every query and at every stop.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 import time
@@ -33,6 +34,7 @@ SAVE_EVERY_S = 1.0
 # The calibration query runs after a round, at most once a second: often enough to
 # follow the machine, rarely enough not to disturb suites of very short queries.
 CALIBRATION_EVERY_S = 1.0
+CALIBRATION_MIN = 5  # but after each of the first rounds, so every run has a few
 MAX_ERRORS = 3  # a query side that failed this often (or twice with no success) stops
 
 
@@ -311,7 +313,8 @@ class Runner:
                     self.save(force=True)
                 else:
                     self.save()
-            if calib and time.monotonic() - last_calibration >= CALIBRATION_EVERY_S:
+            few = any(len(c["samples"]) < CALIBRATION_MIN for c in calib.values())
+            if calib and (few or time.monotonic() - last_calibration >= CALIBRATION_EVERY_S):
                 for sid, c in calib.items():
                     s = self._execute(by_id[sid], calib_sql, round_no, False)
                     c["samples"].append(s.to_json())
@@ -358,7 +361,5 @@ def run_plan(plan: Plan, out: str | None, progress: Progress) -> RunOutcome:
 
 def close_targets(targets: list[Target]) -> None:
     for t in {id(t): t for t in targets}.values():
-        try:
+        with contextlib.suppress(Exception):  # closing is best effort
             t.close()
-        except Exception:  # noqa: BLE001 - closing is best effort
-            pass

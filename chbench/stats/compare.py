@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-from chbench.stats.summary import instability_reasons, median_ci, percentiles, relative_ci_halfwidth
+from chbench.stats.summary import instability_reasons, median_ci, percentiles, rel_mad, relative_ci_halfwidth
 
+Z95 = 1.959963984540054
 BOOTSTRAP = 2000
 SEED = 20261130
 TOO_SHORT_MS = 50.0
@@ -57,6 +58,9 @@ class Options:
     alpha: float = 0.05
     correction: str = "holm"  # holm | bh | none
     min_runs: int = 5
+    # separate runs only: between-run spread of a query's median, as a multiple of its
+    # within-run relative MAD (measured on the reference machine: bench/bars.py)
+    between_run: float = 0.0
 
 
 def holm(pvalues: list[float]) -> list[float]:
@@ -173,17 +177,27 @@ def compare_queries(
         lb = bootstrap_log_ratios(a.times, b.times, rng)
         boots[len(rows) - 1] = lb
         lo, hi = np.percentile(lb, [2.5, 97.5])
+        center = math.log(row["ratio"])
+        if opts.between_run:
+            # separate runs: each run adds its own offset to every query's median, with a
+            # spread that grows with the query's run-to-run spread (docs/statistics.md)
+            sb = opts.between_run * math.hypot(rel_mad(a.times), rel_mad(b.times))
+            lo = center - math.hypot(center - lo, Z95 * sb)
+            hi = center + math.hypot(hi - center, Z95 * sb)
+            row["between_run_sd"] = sb
+        row["p_value"] = float(sps.mannwhitneyu(a.times, b.times, alternative="two-sided").pvalue)
         lo, hi = lo - widen, hi + widen
         row["ci"] = [float(math.exp(lo)), float(math.exp(hi))]
-        row["p_value"] = float(sps.mannwhitneyu(a.times, b.times, alternative="two-sided").pvalue)
         tested.append(len(rows) - 1)
         reasons = [f"A: {r}" for r in instability_reasons(a.times, thr, opts.min_runs)]
         reasons += [f"B: {r}" for r in instability_reasons(b.times, thr, opts.min_runs)]
         if (hi - lo) / 2 > math.log1p(thr):
             wa, wb = relative_ci_halfwidth(a.times), relative_ci_halfwidth(b.times)
-            reasons.insert(0,
+            extra = f", separate runs ±{Z95 * row['between_run_sd']:.1%}" if "between_run_sd" in row else ""
+            reasons.insert(
+                0,
                 f"interval wider than ±{thr:.0%} (median uncertainty A ±{wa:.1%}, B ±{wb:.1%} "
-                f"over {len(a.times)}/{len(b.times)} runs)"
+                f"over {len(a.times)}/{len(b.times)} runs{extra})",
             )
         elif reasons and not any("too few runs" in r for r in reasons) and -math.log1p(thr) < lo < hi < math.log1p(thr):
             # noisy runs, but the interval still rules out a threshold-sized change
@@ -199,7 +213,7 @@ def compare_queries(
     else:
         adj = list(pv)
     eff_thr = thr + (widen if widen else 0.0)
-    for i, p_adj in zip(tested, adj):
+    for i, p_adj in zip(tested, adj, strict=True):
         row = rows[i]
         row["p_adjusted"] = p_adj
         ratio = row["ratio"]

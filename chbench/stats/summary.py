@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 from scipy import stats as sps
@@ -35,6 +35,13 @@ def relative_ci_halfwidth(values: Sequence[float], conf: float = 0.95) -> float:
     lo, hi = median_ci(values, conf)
     med = float(np.median(values))
     return (hi - lo) / 2 / med if med > 0 else math.inf
+
+
+def rel_mad(values: Sequence[float]) -> float:
+    """Median absolute deviation relative to the median: a robust run-to-run spread."""
+    x = np.asarray(values, dtype=float)
+    med = float(np.median(x))
+    return float(np.median(np.abs(x - med)) / med) if med > 0 else 0.0
 
 
 def percentiles(values: Sequence[float]) -> dict[str, float]:

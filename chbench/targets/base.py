@@ -7,6 +7,7 @@ each implementation hides its protocol behind ``execute``.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
@@ -100,10 +101,8 @@ class Target(ABC):
 
     def kill_query(self, query_id: str) -> None:
         """Best effort: stop a query still running on the server."""
-        try:
+        with contextlib.suppress(Exception):  # best effort only
             self.command(f"KILL QUERY WHERE query_id = '{query_id}' ASYNC")
-        except Exception:  # noqa: BLE001 - best effort only
-            pass
 
     def fetch_server_metrics(self, query_ids: list[str]) -> dict[str, dict[str, Any]]:
         """query_log rows for these query_ids, in one batch query (needs system.query_log)."""
@@ -133,7 +132,7 @@ class Target(ABC):
                 "read_rows": int(r[3]),
                 "read_bytes": int(r[4]),
             }
-            m["profile_events"] = {e: int(v) for e, v in zip(PROFILE_EVENTS, r[5:])}
+            m["profile_events"] = {e: int(v) for e, v in zip(PROFILE_EVENTS, r[5:], strict=True)}
             out[r[0]] = m
         return out
 

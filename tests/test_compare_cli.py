@@ -1,0 +1,170 @@
+"""``chbench compare`` through the real command line, on results from real engines."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import assert_one_line_error, run_cli
+
+Q_SMALL = "-- name: hash\nSELECT sum(cityHash64(number)) FROM numbers(8000000);\n" \
+          "-- name: count\nSELECT count() FROM numbers(2000000) WHERE number % 7 = 1;\n"
+Q_BIG = "-- name: hash\nSELECT sum(cityHash64(number)) FROM numbers(24000000);\n" \
+        "-- name: count\nSELECT count() FROM numbers(2000000) WHERE number % 7 = 1;\n" \
+        "-- name: new_one\nSELECT 1;\n"
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("cmp")
+    (d / "small.sql").write_text(Q_SMALL)
+    (d / "big.sql").write_text(Q_BIG)
+    out = {"sbs": d / "sbs.json", "a": d / "a.json", "b": d / "b.json"}
+    common = ["--iterations", "10", "--warmup", "1", "--quiet"]
+    r = run_cli("run", "--queries", str(d / "small.sql"), "--queries-b", str(d / "big.sql"), "--out",
+                str(out["sbs"]), *common)
+    assert r.code == 0, r.stderr
+    for key, q in (("a", "small.sql"), ("b", "big.sql")):
+        r = run_cli("run", "--queries", str(d / q), "--out", str(out[key]), *common)
+        assert r.code == 0, r.stderr
+    return out
+
+
+def test_side_by_side_known_shift_is_slower_exit_1(files):
+    r = run_cli("compare", str(files["sbs"]), "--format", "json")
+    assert r.code == 1, r.stderr
+    doc = r.json()
+    by = {q["name"]: q for q in doc["queries"]}
+    assert by["hash"]["verdict"] == "slower" and 1.4 < by["hash"]["ratio"] < 4.5
+    lo, hi = by["hash"]["ci"]
+    assert lo < by["hash"]["ratio"] < hi and lo > 1.05
+    assert by["count"]["verdict"] in ("no change", "unstable")
+    assert by["new_one"]["verdict"] == "only in B"
+    for key in ("name", "verdict", "ratio", "ci", "p_value", "a", "b", "flags"):
+        assert key in by["hash"]
+    s = doc["summary"]
+    assert s["geomean"]["ratio"] > 1 and s["total_median_ms"]["b"] > s["total_median_ms"]["a"]
+
+
+def test_separate_files_report_machine_drift_guard(files):
+    r = run_cli("compare", str(files["a"]), str(files["b"]), "--format", "json")
+    assert r.code == 1, r.stderr
+    doc = r.json()
+    assert doc["summary"]["machine"] is not None and "calibration_ratio" in doc["summary"]["machine"]
+    assert {q["name"]: q["verdict"] for q in doc["queries"]}["hash"] == "slower"
+
+
+def test_fail_on_and_formats(files):
+    assert run_cli("compare", str(files["sbs"]), "--fail-on", "never").code == 0
+    md = run_cli("compare", str(files["sbs"]), "--format", "markdown")
+    assert "| query | verdict |" in md.stdout and "slower" in md.stdout and "Geometric mean" in md.stdout
+    c = run_cli("compare", str(files["sbs"]), "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(c.stdout)))
+    assert {r["name"] for r in rows} == {"hash", "count", "new_one"}
+    con = run_cli("compare", str(files["sbs"]))
+    assert "hash" in con.stdout and "slower" in con.stdout and "TOTAL" in con.stdout
+
+
+def test_same_file_twice_is_no_change(files):
+    r = run_cli("compare", str(files["a"]), str(files["a"]), "--format", "json")
+    assert r.code == 0
+    assert all(q["verdict"] in ("no change", "unstable") for q in r.json()["queries"])
+
+
+def test_matching_by_sql_when_names_differ(files, tmp_path):
+    doc = json.loads(files["a"].read_text())
+    for q in doc["queries"]:
+        q["name"] = "renamed-" + q["name"]
+    renamed = tmp_path / "renamed.json"
+    renamed.write_text(json.dumps(doc))
+    r = run_cli("compare", str(files["a"]), str(renamed), "--format", "json")
+    assert [q["verdict"] for q in r.json()["queries"]].count("only in B") == 0
+
+
+UPGRADE_A = {
+    "meta": {"host": "db1", "port": 8123, "server_version": "23.8.1", "iterations": 20, "warmup": 1,
+             "max_threads": 0, "timestamp_utc": "2026-11-01T10:00:00Z"},
+    "results": [
+        {"id": "q1", "query": "SELECT 1", "runs": 20, "errors": 0, "min_ms": 90, "p50_ms": 100, "p90_ms": 110,
+         "p99_ms": 120, "max_ms": 125, "mean_ms": 101, "qps": 9.9, "error_sample": None},
+        {"id": "q2", "query": "SELECT 2", "runs": 20, "errors": 0, "min_ms": 50, "p50_ms": 52, "p90_ms": 55,
+         "p99_ms": 60, "max_ms": 61, "mean_ms": 53, "qps": 19, "error_sample": None},
+    ],
+}
+
+
+def test_upgrade_script_json(tmp_path):
+    b = json.loads(json.dumps(UPGRADE_A))
+    b["meta"]["server_version"] = "24.3.1"
+    b["results"][0].update(min_ms=150, p50_ms=160, p90_ms=170, p99_ms=180, max_ms=190)
+    pa, pb = tmp_path / "a.json", tmp_path / "b.json"
+    pa.write_text(json.dumps(UPGRADE_A))
+    pb.write_text(json.dumps(b))
+    r = run_cli("compare", str(pa), str(pb), "--format", "json")
+    assert r.code == 1, r.stderr
+    doc = r.json()
+    by = {q["name"]: q for q in doc["queries"]}
+    assert by["q1"]["verdict"] == "slower" and by["q2"]["verdict"] == "no change"
+    assert "summary numbers only: weaker verdict" in by["q1"]["flags"]
+    assert any("weaker" in n for n in doc["notes"])
+
+
+def test_clickhouse_benchmark_json_real_files(legacy, tmp_path):
+    paths = []
+    for i, query in enumerate(["SELECT 1", "SELECT count() FROM numbers(50000000) WHERE number % 3 = 1"]):
+        p = tmp_path / f"cb{i}.json"
+        subprocess.run(["clickhouse-benchmark", "--port", str(legacy.tcp_port), "-i", "40", "-d", "0",
+                        "--json", str(p)], input=(query + "\n").encode(), capture_output=True, check=True, timeout=120)
+        paths.append(p)
+    r = run_cli("compare", str(paths[0]), str(paths[1]), "--format", "json")
+    assert r.code == 1, r.stderr
+    q = r.json()["queries"][0]
+    assert q["verdict"] == "slower" and q["ratio"] > 2
+    # keyed by host, as comparison mode writes it: one file, two sides
+    keyed = {"localhost:9000": json.loads(paths[0].read_text()), "localhost:9001": json.loads(paths[1].read_text())}
+    pk = tmp_path / "keyed.json"
+    pk.write_text(json.dumps(keyed))
+    r2 = run_cli("compare", str(pk), "--format", "json")
+    assert r2.code == 1 and r2.json()["queries"][0]["verdict"] == "slower"
+
+
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        (b"\x00\x01\x02binary garbage\xff", "not a results file"),
+        (b"[1, 2, 3]", "not a results file"),
+        (b'{"hello": "world"}', "not a results file"),
+        (b'{"schema": {"name": "chbench.results", "version": 99}, "queries": []}', "newer"),
+        (b'{"schema": {"name": "chbench.results", "version": 1}}', "malformed"),
+    ],
+)
+def test_not_a_results_file(tmp_path, content, needle, files):
+    p = tmp_path / "bad.json"
+    p.write_bytes(content)
+    r = run_cli("compare", str(files["a"]), str(p))
+    assert_one_line_error(r)
+    assert needle in r.stderr
+
+
+def test_compare_bad_inputs(files, tmp_path):
+    assert_one_line_error(run_cli("compare", str(tmp_path / "missing.json"), str(files["a"])))
+    r = run_cli("compare", str(files["a"]))
+    assert_one_line_error(r)
+    assert "one side only" in r.stderr
+    other = json.loads(files["a"].read_text())
+    for q in other["queries"]:
+        q["name"], q["sql"] = "x-" + q["name"], "SELECT 42"
+        for side in q["sides"].values():
+            side["sql"] = side["sql_sent"] = "SELECT 42"
+        q["sql_sent"] = "SELECT 42"
+    po = tmp_path / "other.json"
+    po.write_text(json.dumps(other))
+    r = run_cli("compare", str(files["a"]), str(po))
+    assert_one_line_error(r)
+    assert "no query in common" in r.stderr
+    assert_one_line_error(run_cli("compare", str(files["a"]), str(files["b"]), "--threshold", "abc"))
