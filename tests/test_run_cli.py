@@ -267,3 +267,35 @@ def _umask() -> int:
     m = os.umask(0)
     os.umask(m)
     return m
+
+
+def test_query_dash_reads_stdin(tmp_path):
+    out = tmp_path / "r.json"
+    r = run_cli("run", "--query", "-", "--out", str(out), *FAST, stdin="-- name: one\nSELECT 1;\nSELECT 2;\n")
+    assert r.code == 0, r.stderr
+    assert [q["name"] for q in load(out)["queries"]][0] == "one"
+    r2 = run_cli("run", "--query", "-", "--queries", "-", "--out", str(out), stdin="SELECT 1")
+    assert_one_line_error(r2)
+
+
+def test_live_progress_on_a_terminal(tmp_path):
+    """The rich live view (used when stderr is a terminal) draws the queries as they run."""
+    import io
+
+    from rich.console import Console
+
+    from chbench.plan import Plan, SidePlan
+    from chbench.runner import run_plan
+    from chbench.runner.progress import LiveProgress
+    from chbench.targets import Credentials, make_target
+    from chbench.workload import parse_queries
+
+    buf = io.StringIO()
+    progress = LiveProgress()
+    progress.console = Console(file=buf, force_terminal=True, width=120)
+    target = make_target("embedded", Credentials())
+    plan = Plan(sides=[SidePlan("A", target, parse_queries("-- name: live_q\nSELECT 1"))], warmup=0, iterations=3)
+    outcome = run_plan(plan, str(tmp_path / "live.json"), progress)
+    assert outcome.exit_code == 0
+    text = buf.getvalue()
+    assert "live_q" in text and "done" in text and "3 runs" in text

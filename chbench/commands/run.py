@@ -23,15 +23,18 @@ def _queries(args: argparse.Namespace, file: str | None, scale: float) -> tuple[
     if file:
         queries += read_queries(file, args.queries_format)
     for i, sql in enumerate(args.query):
-        queries += parse_queries(sql, f"--query #{i + 1}", "script")
+        if sql == "-":
+            queries += read_queries("-", args.queries_format)
+        else:
+            queries += parse_queries(sql, f"--query #{i + 1}", "script")
     if queries:
         return queries, None
     return default_suite(scale), scale
 
 
 def build_plan(args: argparse.Namespace) -> Plan:
-    if args.queries == "-" and args.queries_b == "-":
-        raise UsageError("only one of --queries and --queries-b can read standard input")
+    if [args.queries, args.queries_b, *args.query].count("-") > 1:
+        raise UsageError("only one of --queries, --queries-b and --query can read standard input ('-')")
     targets = build_targets(args)
     if len(targets) > 2:
         raise UsageError(f"at most two targets (a side-by-side run), got {len(targets)}")

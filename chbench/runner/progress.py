@@ -5,6 +5,7 @@ Progress goes to stderr so that stdout stays clean for reports."""
 from __future__ import annotations
 
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -63,8 +64,11 @@ class LiveProgress(Progress):
 
     def start(self, states: list[QueryState], plan: Plan) -> None:
         super().start(states, plan)
-        self.live = Live(self._table(), console=self.console, refresh_per_second=4, transient=False)
-        self.live.start()
+        # no refresh thread: it would compete for the GIL with the timed client code;
+        # the table is redrawn between executions instead, at most 4 times a second
+        self.live = Live(self._table(), console=self.console, auto_refresh=False, transient=False)
+        self.live.start(refresh=True)
+        self.last_draw = time.monotonic()
 
     def _table(self) -> Table:
         t = Table(title="chbench run", expand=False)
@@ -76,17 +80,21 @@ class LiveProgress(Progress):
             t.add_row(st.name, state, "   ".join(_describe(st, sid) for sid in st.sides))
         return t
 
+    def _draw(self, force: bool = False) -> None:
+        if self.live is not None and (force or time.monotonic() - self.last_draw >= 0.25):
+            self.live.update(self._table(), refresh=True)
+            self.last_draw = time.monotonic()
+
     def sample(self, st: QueryState, s: Sample) -> None:
         self.current = st.name
-        if self.live is not None:
-            self.live.update(self._table())
+        self._draw()
 
     def query_done(self, st: QueryState) -> None:
-        if self.live is not None:
-            self.live.update(self._table())
+        self._draw(force=True)
 
     def stop(self) -> None:
         if self.live is not None:
+            self._draw(force=True)
             self.live.stop()
             self.live = None
 

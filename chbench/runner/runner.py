@@ -28,7 +28,7 @@ from chbench.runner.environment import host_info, sanitized_argv, tool_info
 from chbench.runner.progress import Progress
 from chbench.stats.summary import relative_ci_halfwidth
 from chbench.targets import Sample, ServerInfo, Target
-from chbench.workload import CALIBRATION_SQL, prepare_sql
+from chbench.workload import CALIBRATION_FALLBACK_SQL, CALIBRATION_SQL, prepare_sql
 
 SAVE_EVERY_S = 1.0
 # The calibration query runs after a round, at most once a second: often enough to
@@ -294,7 +294,6 @@ class Runner:
     def _rounds(self, states: list[QueryState], by_id: dict[str, SidePlan], calib: dict[str, dict[str, Any]]) -> None:
         plan = self.plan
         round_no = 0
-        calib_sql = prepare_sql(CALIBRATION_SQL)
         last_calibration = -math.inf
         pending = list(states)
         while pending:
@@ -316,7 +315,10 @@ class Runner:
             few = any(len(c["samples"]) < CALIBRATION_MIN for c in calib.values())
             if calib and (few or time.monotonic() - last_calibration >= CALIBRATION_EVERY_S):
                 for sid, c in calib.items():
-                    s = self._execute(by_id[sid], calib_sql, round_no, False)
+                    s = self._execute(by_id[sid], prepare_sql(c["sql"]), round_no, False)
+                    if s.error and not c["samples"] and c["sql"] != CALIBRATION_FALLBACK_SQL:
+                        c["sql"] = CALIBRATION_FALLBACK_SQL  # e.g. no numbers_mt on 18.x
+                        s = self._execute(by_id[sid], prepare_sql(c["sql"]), round_no, False)
                     c["samples"].append(s.to_json())
                 last_calibration = time.monotonic()
             pending = [st for st in pending if not st.finished()]
