@@ -11,6 +11,7 @@ Run ``python -m tests.engines modern`` to start one by hand.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
@@ -139,6 +140,7 @@ class ModernServer(_Server):
             self.kill()
             self._cleanup()
             raise
+        atexit.register(self.stop)  # never leave a server behind, even if a fixture is skipped
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -204,6 +206,7 @@ class LegacyServer(_Server):
             self.kill()
             self._cleanup()
             raise
+        atexit.register(self.stop)  # never leave a server behind, even if a fixture is skipped
 
     def stop(self) -> None:
         if self.proc.poll() is None:
