@@ -191,11 +191,13 @@ def test_ctrl_c_keeps_everything_measured(modern, tmp_path):
     assert doc["status"] == "interrupted" and len(samples(doc)) >= 4
 
 
-def test_killed_server_mid_run_leaves_valid_results(tmp_path):
+@pytest.mark.parametrize("kind", ["native", "http"])
+def test_killed_server_mid_run_leaves_valid_results(tmp_path, kind):
     server = ModernServer()
     try:
         out = tmp_path / "k.json"
-        proc = _spawn(["run", "--target", server.native_url, "--query", "SELECT sleep(0.2)", "--iterations",
+        url = server.native_url if kind == "native" else server.http_url
+        proc = _spawn(["run", "--target", url, "--query", "SELECT sleep(0.2)", "--iterations",
                        "500", "--warmup", "0", "--out", str(out)])
         _wait_for_samples(out, proc, 3)
         server.kill()
