@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import NoReturn
 
 from chbench import __version__
@@ -48,24 +49,21 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {v}")
-    return v
+def _whole_number(minimum: int, words: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"must be {words}, got {v}")
+        return v
+
+    return parse
 
 
-def non_negative_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be zero or more, got {v}")
-    return v
+positive_int = _whole_number(1, "a positive number")
+non_negative_int = _whole_number(0, "zero or more")
 
 
 def positive_float(text: str) -> float:

@@ -86,6 +86,20 @@ class _Server:
     def native_url(self) -> str:
         return f"clickhouse://127.0.0.1:{self.tcp_port}"
 
+    def _start(self, argv: list[str], env: dict[str, str] | None) -> None:
+        """Start the server process and wait until HTTP and TCP answer."""
+        with open(self.workdir / "stderr.log", "wb") as log:
+            self.proc = subprocess.Popen(argv, cwd=self.workdir, env=env, stdout=subprocess.DEVNULL, stderr=log,
+                                         start_new_session=True)
+        try:
+            _wait_http(self.http_port, 60, self.proc)
+            _wait_tcp(self.tcp_port, 10)
+        except Exception:
+            self.kill()
+            self._cleanup()
+            raise
+        atexit.register(self.stop)  # never leave a server behind, even if a fixture is skipped
+
     def kill(self) -> None:
         """Kill the server abruptly (SIGKILL), as a crash would."""
         if self.proc.poll() is None:
@@ -125,22 +139,7 @@ class ModernServer(_Server):
         data = self.workdir / "data"
         data.mkdir()
         env = dict(os.environ, HOME=str(home))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _MODERN_SERVER_CODE, str(self.fifo), str(data)],
-            cwd=self.workdir,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=open(self.workdir / "stderr.log", "wb"),  # noqa: SIM115
-            start_new_session=True,
-        )
-        try:
-            _wait_http(self.http_port, 60, self.proc)
-            _wait_tcp(self.tcp_port, 10)
-        except Exception:
-            self.kill()
-            self._cleanup()
-            raise
-        atexit.register(self.stop)  # never leave a server behind, even if a fixture is skipped
+        self._start([sys.executable, "-c", _MODERN_SERVER_CODE, str(self.fifo), str(data)], env)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -192,21 +191,7 @@ class LegacyServer(_Server):
         (w / "users.xml").write_text(users)
         config = re.sub(r"<users_config>.*?</users_config>", f"<users_config>{w}/users.xml</users_config>", config)
         (w / "config.xml").write_text(config)
-        self.proc = subprocess.Popen(
-            [LEGACY_BINARY, f"--config-file={w}/config.xml"],
-            cwd=w,
-            stdout=subprocess.DEVNULL,
-            stderr=open(w / "stderr.log", "wb"),  # noqa: SIM115
-            start_new_session=True,
-        )
-        try:
-            _wait_http(self.http_port, 60, self.proc)
-            _wait_tcp(self.tcp_port, 10)
-        except Exception:
-            self.kill()
-            self._cleanup()
-            raise
-        atexit.register(self.stop)  # never leave a server behind, even if a fixture is skipped
+        self._start([LEGACY_BINARY, f"--config-file={w}/config.xml"], None)
 
     def stop(self) -> None:
         if self.proc.poll() is None:

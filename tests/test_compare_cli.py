@@ -168,3 +168,17 @@ def test_compare_bad_inputs(files, tmp_path):
     assert_one_line_error(r)
     assert "no query in common" in r.stderr
     assert_one_line_error(run_cli("compare", str(files["a"]), str(files["b"]), "--threshold", "abc"))
+
+
+def test_server_metric_missing_is_a_clear_error(files, tmp_path):
+    doc = json.loads(files["a"].read_text())
+    for q in doc["queries"]:
+        for s in q["samples"]:
+            s["server_ms"] = None
+    p = tmp_path / "no_server.json"
+    p.write_text(json.dumps(doc))
+    r = run_cli("compare", str(p), str(files["b"]), "--metric", "server_ms")
+    assert_one_line_error(r)
+    assert "no server_ms recorded" in r.stderr
+    ok = run_cli("compare", str(files["a"]), str(files["b"]), "--metric", "server_ms", "--format", "json")
+    assert ok.code == 1 and ok.json()["metric"] == "server_ms"

@@ -69,6 +69,7 @@ def _load_ours(path: str, doc: dict[str, Any], metric: str) -> Loaded:
     meta = doc.get("meta") or {}
     targets = doc.get("targets") or [{"id": "A", "url": "?"}]
     sides = {t["id"]: Side(label=f"{t['id']}: {t.get('label') or t.get('url')}", meta=meta) for t in targets}
+    missing = 0
     try:
         for q in doc["queries"]:
             for sid in sides:
@@ -84,6 +85,7 @@ def _load_ours(path: str, doc: dict[str, Any], metric: str) -> Loaded:
                         continue
                     value = s.get(metric)
                     if value is None:
+                        missing += 1
                         continue
                     data.times.append(float(value))
                     if s.get("client_ms") is not None:
@@ -97,6 +99,9 @@ def _load_ours(path: str, doc: dict[str, Any], metric: str) -> Loaded:
                 sides[sid].calibration = [float(s["client_ms"]) for s in c["samples"] if not s.get("error")]
     except (KeyError, TypeError, ValueError) as e:
         raise UsageError(f"{path}: malformed chbench results file ({type(e).__name__}: {e})") from None
+    if missing and not any(d.times for side in sides.values() for d in side.queries.values()):
+        raise UsageError(f"{path}: no {metric} recorded (server timing needs the HTTP summary header, native "
+                         "progress packets or a run with --server-metrics)")
     return Loaded(path=path, format="chbench", sides=list(sides.values()), status=doc.get("status", "complete"))
 
 
