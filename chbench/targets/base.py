@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -105,13 +106,29 @@ class Target(ABC):
             self.command(f"KILL QUERY WHERE query_id = '{query_id}' ASYNC")
 
     def fetch_server_metrics(self, query_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """query_log rows for these query_ids, in one batch query (needs system.query_log)."""
-        if not query_ids:
-            return {}
+        """query_log rows for these query_ids, in one batch query (needs system.query_log).
+
+        A server may log a query just after answering it, so ids still missing after a
+        flush are asked for again, a few times, for at most ~3 s."""
+        out: dict[str, dict[str, Any]] = {}
+        missing = list(query_ids)
+        for attempt in range(4):
+            if not missing:
+                break
+            if attempt:
+                time.sleep(0.25 * 2**attempt)
+            self._flush_logs()
+            out.update(self._query_log_rows(missing))
+            missing = [q for q in missing if q not in out]
+        return out
+
+    def _flush_logs(self) -> None:
         try:
             self.command("SYSTEM FLUSH LOGS")
         except QueryError:  # 18.x spelled it differently
             self.command("SYSTEM FLUSH SYSTEM TABLES")
+
+    def _query_log_rows(self, query_ids: list[str]) -> dict[str, dict[str, Any]]:
         ids = ",".join("'" + q.replace("'", "") + "'" for q in query_ids)
         modern = self.info is not None and self.info.version_tuple() >= (21, 0)
         if modern:
