@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 
 from chbench.commands.connection import build_targets
-from chbench.errors import EXIT_OK, UsageError
+from chbench.errors import UsageError
 from chbench.export.console import ConsoleExporter
 from chbench.plan import Plan, SidePlan
 from chbench.runner import run_plan
@@ -96,4 +96,4 @@ def cmd_run(args: argparse.Namespace) -> int:
                          f" — results so far are in {out}\n")
     else:
         sys.stderr.write(f"chbench: results written to {out}\n")
-    return outcome.exit_code if outcome.exit_code is not None else EXIT_OK
+    return outcome.exit_code

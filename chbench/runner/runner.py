@@ -3,7 +3,8 @@
 Order: warm-up runs first, then rounds. A round runs every unfinished query once on
 each side (interleaved: q1 q2 … qn, then again), alternating the sides run by run
 (A B, then B A) so slow drift of the machine spreads over every query and both sides.
-The fixed calibration query runs once per round on each side (the drift guard).
+The fixed calibration query (the drift guard) runs on each side after each of the first
+rounds, then at most once a second.
 
 A query stops when its median's 95% interval is within ±2% (at least ``min_runs``
 runs), when ``max_time_per_query`` is spent, or after ``--iterations`` runs.
