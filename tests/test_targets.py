@@ -64,6 +64,9 @@ def test_modern_server_targets(modern, scheme):
     with pytest.raises(QueryError) as e:
         t.execute("SELECT sleep(3)", {**SETTINGS, "max_execution_time": "1"}, f"m-{scheme}-3", 1)
     assert e.value.code == 159
+    m = t.fetch_server_metrics([f"m-{scheme}-1"])[f"m-{scheme}-1"]  # one batch query by query_id
+    assert m["read_rows"] == 3_000_000 and m["profile_events"]["SelectedRows"] == 3_000_000
+    assert m["profile_events"]["RealTimeMicroseconds"] > 0 and m["profile_events"]["UserTimeMicroseconds"] > 0
     t.close()
 
 
