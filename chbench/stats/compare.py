@@ -212,7 +212,7 @@ def compare_queries(
         adj = benjamini_hochberg(pv)
     else:
         adj = list(pv)
-    eff_thr = thr + (widen if widen else 0.0)
+    eff_thr = thr + widen
     for i, p_adj in zip(tested, adj, strict=True):
         row = rows[i]
         row["p_adjusted"] = p_adj

@@ -96,6 +96,17 @@ class Target(ABC):
         """Run an administrative query and return its rows as text (TSV-decoded)."""
         raise NotImplementedError
 
+    def probe(self, version: str) -> ServerInfo:
+        """After connecting: record the settings the server knows and whether
+        system.query_log exists yet (it appears at the first log flush)."""
+        settings = {r[0]: r[1] for r in self.query_rows("SELECT name, value FROM system.settings")}
+        info = ServerInfo(version=version, settings=settings)
+        with contextlib.suppress(QueryError):
+            self.query_rows("SELECT 1 FROM system.query_log LIMIT 0")
+            info.query_log = True
+        self.info = info
+        return info
+
     def command(self, sql: str) -> None:
         """Run an administrative statement that returns no rows."""
         self.query_rows(sql)

@@ -148,16 +148,7 @@ class HttpTarget(Target):
             if e.code in AUTH_CODES:
                 raise ConnectError(f"{self.url}: authentication failed for user '{self.user}'") from None
             raise ConnectError(f"{self.url}: {e.message}") from None
-        version = text.strip()
-        settings = {r[0]: r[1] for r in self.query_rows("SELECT name, value FROM system.settings")}
-        info = ServerInfo(version=version, settings=settings)
-        try:
-            self._admin("SELECT 1 FROM system.query_log LIMIT 0")
-            info.query_log = True
-        except QueryError:
-            pass  # created at the first log flush; --server-metrics tries anyway
-        self.info = info
-        return info
+        return self.probe(text.strip())
 
     def execute(self, sql: str, settings: dict[str, str], query_id: str, timeout: float | None) -> Sample:
         params = {"query_id": query_id, **settings}

@@ -67,15 +67,7 @@ class NativeTarget(Target):
             raise ConnectError(f"{self.url}: {self._message(e)}") from None
         except _NETWORK_ERRORS as e:
             raise ConnectError(f"cannot connect to {self.url}: {self._message(e)}") from None
-        settings = {r[0]: r[1] for r in self.query_rows("SELECT name, value FROM system.settings")}
-        info = ServerInfo(version=str(version), settings=settings)
-        try:
-            self.query_rows("SELECT 1 FROM system.query_log LIMIT 0")
-            info.query_log = True
-        except QueryError:
-            pass  # created at the first log flush; --server-metrics tries anyway
-        self.info = info
-        return info
+        return self.probe(str(version))
 
     def execute(self, sql: str, settings: dict[str, str], query_id: str, timeout: float | None) -> Sample:
         c = self._client
