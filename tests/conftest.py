@@ -72,6 +72,5 @@ def load(path: Path | str) -> Any:
 def assert_one_line_error(r: Result, code: int = 2) -> None:
     assert r.code == code, (r.code, r.stdout, r.stderr)
     assert "Traceback" not in r.stderr
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.startswith("chbench: error:")]
-    assert len(errors) == 1, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("chbench: warning:")]
+    assert len(lines) == 1 and lines[0].startswith("chbench: error:"), r.stderr

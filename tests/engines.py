@@ -72,6 +72,22 @@ def _wait_tcp(port: int, timeout: float) -> None:
     raise RuntimeError(f"nothing listens on TCP port {port}")
 
 
+def _make_certificates(directory: Path) -> str:
+    """A private CA and a server certificate for localhost/127.0.0.1 signed by it."""
+    d = str(directory)
+
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=chbench test CA",
+        "-keyout", "ca.key", "-out", "ca.pem")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", "server.key", "-out", "server.csr")
+    (directory / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    run("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
+        "-extfile", "san.ext", "-out", "server.crt")
+    return f"{d}/ca.pem"
+
+
 class _Server:
     http_port: int
     tcp_port: int
@@ -160,11 +176,12 @@ LEGACY_CONFIG_DIR = Path("/etc/clickhouse-server")
 class LegacyServer(_Server):
     """The Debian ClickHouse 18.16 server with its own config and data in a temp dir."""
 
-    def __init__(self, extra_users_xml: str = "") -> None:
+    def __init__(self, extra_users_xml: str = "", tls: bool = False) -> None:
         if not Path(LEGACY_BINARY).exists():
             raise RuntimeError("clickhouse-server (Debian package) is not installed")
         self.workdir = Path(tempfile.mkdtemp(prefix="chbench-legacy-"))
         self.http_port, self.tcp_port = free_port(), free_port()
+        self.https_port = self.tcp_secure_port = 0
         config = (LEGACY_CONFIG_DIR / "config.xml").read_text()
         w = self.workdir
         for tag, value in [
@@ -179,6 +196,18 @@ class LegacyServer(_Server):
             ("interserver_http_port", str(free_port())),
         ]:
             config = re.sub(rf"<{tag}>.*?</{tag}>", f"<{tag}>{value}</{tag}>", config, count=1, flags=re.S)
+        if tls:
+            self.https_port, self.tcp_secure_port = free_port(), free_port()
+            self.ca_file = _make_certificates(w)
+            config = re.sub(
+                r"<!--\s*<https_port>.*?</tcp_port_secure>\s*-->",
+                f"<https_port>{self.https_port}</https_port><tcp_port_secure>{self.tcp_secure_port}</tcp_port_secure>",
+                config,
+                flags=re.S,
+            )
+            config = config.replace("/etc/clickhouse-server/server.crt", f"{w}/server.crt")
+            config = config.replace("/etc/clickhouse-server/server.key", f"{w}/server.key")
+            config = re.sub(r"<dhParamsFile>.*?</dhParamsFile>", "", config)
         config = re.sub(r"<listen_host>::1?</listen_host>", "", config)
         config = re.sub(r"<listen_host>0\.0\.0\.0</listen_host>", "", config)
         config = re.sub(r"<level>\w+</level>", "<level>warning</level>", config, count=1)

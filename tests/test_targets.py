@@ -110,3 +110,28 @@ def test_unreachable_server(scheme):
     t = make_target(f"{scheme}://127.0.0.1:{free_port()}", Credentials())
     with pytest.raises(ConnectError, match="cannot connect"):
         t.connect()
+
+
+@pytest.fixture(scope="module")
+def tls_server():
+    from tests.engines import LegacyServer
+
+    server = LegacyServer(tls=True)
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize("scheme", ["https", "clickhouses"])
+def test_tls_verifies_certificates(tls_server, scheme, tmp_path):
+    from tests.conftest import assert_one_line_error, load, run_cli
+
+    port = tls_server.https_port if scheme == "https" else tls_server.tcp_secure_port
+    url = f"{scheme}://localhost:{port}"
+    out = tmp_path / "tls.json"
+    ok = run_cli("run", "--target", url, "--ca-file", tls_server.ca_file, "--query", "SELECT 1", "--iterations", "2",
+                 "--warmup", "0", "--quiet", "--out", str(out))
+    assert ok.code == 0, ok.stderr
+    assert load(out)["targets"][0]["server_version"] == "18.16.1"
+    refused = run_cli("run", "--target", url, "--query", "SELECT 1", "--out", str(tmp_path / "no.json"))
+    assert_one_line_error(refused)  # a certificate from an unknown CA is refused by default
+    assert "CERTIFICATE_VERIFY_FAILED" in refused.stderr

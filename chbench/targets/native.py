@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 from clickhouse_driver import Client
@@ -9,6 +10,12 @@ from clickhouse_driver import errors as cherrors
 
 from chbench.errors import ConnectError, QueryError, ServerLost
 from chbench.targets.base import AUTH_CODES, Sample, ServerInfo, Target, first_line
+
+# clickhouse-driver logs each failed connection attempt on stderr; chbench reports the
+# failure itself, in one line
+_driver_log = logging.getLogger("clickhouse_driver")
+_driver_log.addHandler(logging.NullHandler())
+_driver_log.propagate = False
 
 _NETWORK_ERRORS = (cherrors.NetworkError, cherrors.SocketTimeoutError, EOFError, ConnectionError, OSError)
 
