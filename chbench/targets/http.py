@@ -82,11 +82,13 @@ class HttpTarget(Target):
             self._conn.close()
             self._conn = None
 
-    def _post(self, sql: str, params: dict[str, str], timeout: float | None) -> _Response:
+    def _request(self, sql: str, params: dict[str, str]) -> tuple[str, bytes]:
+        """The request line's path and the body (built before any timing starts)."""
         if self.database:
             params = {"database": self.database, **params}
-        path = "/?" + urlencode(params) if params else "/"
-        body = sql.encode()
+        return ("/?" + urlencode(params) if params else "/"), sql.encode()
+
+    def _post(self, path: str, body: bytes, timeout: float | None) -> _Response:
         for attempt in (0, 1):
             conn = self._connection()
             reused = conn.sock is not None
@@ -121,7 +123,7 @@ class HttpTarget(Target):
 
     def _admin(self, sql: str) -> str:
         try:
-            r = self._post(sql, {}, 30.0)
+            r = self._post(*self._request(sql, {}), 30.0)
         except _Unreachable as e:
             raise ServerLost(f"{self.url}: server stopped answering ({e})") from None
         except _ClientTimeout:
@@ -153,9 +155,10 @@ class HttpTarget(Target):
     def execute(self, sql: str, settings: dict[str, str], query_id: str, timeout: float | None) -> Sample:
         params = {"query_id": query_id, **settings}
         read_timeout = None if timeout is None else timeout + 5.0
+        path, body = self._request(sql, params)
         t0 = time.perf_counter()
         try:
-            r = self._post(sql, params, read_timeout)
+            r = self._post(path, body, read_timeout)
             data = r.data
         except _ClientTimeout:
             self.kill_query(query_id)
