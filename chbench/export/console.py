@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import io
+import sys
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
 from chbench.export.base import Exporter, fmt_ci, fmt_ms, fmt_ratio, notes_of, summary_lines
+from chbench.stats.summary import median_ci
 
 STYLE = {"slower": "bold red", "faster": "bold green", "unstable": "yellow", "failed": "magenta"}
 
@@ -19,8 +22,6 @@ class ConsoleExporter(Exporter):
         self.width = width
 
     def _console(self, buf: io.StringIO) -> Console:
-        import sys
-
         tty = sys.stdout.isatty() if self.color is None else self.color
         return Console(file=buf, force_terminal=tty, no_color=not tty, width=self.width or (None if tty else 140))
 
@@ -43,8 +44,6 @@ class ConsoleExporter(Exporter):
 
     def run_summary(self, doc: dict[str, Any]) -> str:
         """A table of what one run measured (median and interval per query and side)."""
-        from chbench.stats.summary import median_ci
-
         buf = io.StringIO()
         con = self._console(buf)
         t = Table(title="chbench run: client time per query (ms)", title_justify="left")
@@ -57,8 +56,6 @@ class ConsoleExporter(Exporter):
                 srv = [s["server_ms"] for s in samples if not s["error"] and s.get("server_ms") is not None]
                 errs = [s for s in samples if s["error"]]
                 if ok:
-                    import numpy as np
-
                     lo, hi = median_ci(ok)
                     med = f"{float(np.median(ok)):.1f}"
                     ci = f"{lo:.1f} – {hi:.1f}"

@@ -227,7 +227,7 @@ class Runner:
             self.progress.stop()
         if plan.server_metrics:
             try:
-                self._attach_server_metrics(infos)
+                self._attach_server_metrics()
             except KeyboardInterrupt:
                 return self._stop("interrupted", EXIT_INTERRUPTED, "interrupted while fetching server metrics")
             except (ServerLost, QueryError) as e:
@@ -326,28 +326,19 @@ class Runner:
             round_no += 1
             self.save()
 
-    def _attach_server_metrics(self, infos: dict[str, ServerInfo]) -> None:
-        plan = self.plan
+    def _attach_server_metrics(self) -> None:
+        """One batch of query_log look-ups per distinct target (sides may share one)."""
+        sides_of: dict[int, tuple[Target, set[str]]] = {}
+        for side in self.plan.sides:
+            sides_of.setdefault(id(side.target), (side.target, set()))[1].add(side.id)
         fetched: dict[str, dict[str, Any]] = {}
-        seen: set[int] = set()
-        for side in plan.sides:
-            if id(side.target) in seen:
-                continue
-            seen.add(id(side.target))
-            ids = [s["query_id"] for q in self.doc["queries"] for s in q["samples"]
-                   if s["target"] in {p.id for p in plan.sides if p.target is side.target}]
+        for target, side_ids in sides_of.values():
+            ids = [s["query_id"] for q in self.doc["queries"] for s in q["samples"] if s["target"] in side_ids]
             try:
                 for i in range(0, len(ids), 2000):
-                    fetched.update(side.target.fetch_server_metrics(ids[i : i + 2000]))
+                    fetched.update(target.fetch_server_metrics(ids[i : i + 2000]))
             except QueryError as e:
-                self.doc["meta"].setdefault("server_metrics_notes", []).append(
-                    f"{side.target.url}: system.query_log unavailable ({e.message})"
-                )
-                continue
-            if side.target.kind == "embedded":
-                self.doc["meta"].setdefault("server_metrics_notes", []).append(
-                    "embedded: no system.query_log; samples carry chDB's own statistics"
-                )
+                self.doc["meta"].setdefault("server_metrics_notes", []).append(f"{target.url}: {e.message}")
         for q in self.doc["queries"]:
             for s in q["samples"]:
                 m = fetched.get(s["query_id"])

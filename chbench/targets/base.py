@@ -128,8 +128,11 @@ class Target(ABC):
                 break
             if attempt:
                 time.sleep(0.25 * 2**attempt)
-            self._flush_logs()
-            out.update(self._query_log_rows(missing))
+            try:
+                self._flush_logs()
+                out.update(self._query_log_rows(missing))
+            except QueryError as e:
+                raise QueryError(e.code, f"system.query_log unavailable ({e.message})") from None
             missing = [q for q in missing if q not in out]
         return out
 
