@@ -6,6 +6,7 @@ report. This module only parses arguments and hands over to ``chbench.commands``
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable
 from typing import NoReturn
@@ -114,6 +115,137 @@ def add_connection_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--ca-file", metavar="FILE", help="CA bundle for TLS verification")
 
 
+LOAD_EXAMPLES = """\
+examples (clickhouse-benchmark's flags; reports on stderr, as it prints them):
+  echo 'SELECT 1' | chbench load -h localhost --port 9000 -c 4 -t 10
+  chbench load -q 'SELECT count() FROM hits' -C 8 -i 2000 --json cb.json --out load.json
+  chbench load --port 9000 --port 9001 -c 2 -t 30 < queries.tsv      comparison mode, t-test + rank verdict
+  chbench load --target http://localhost:8123 --queries mix.sql --rate 200 --poisson -t 60
+  chbench load --port 9000 -c 16 --workers 2 -t 600 --max_threads=1
+
+queries: stdin one per line (--queries-format tsv) or a ';'-separated script (script);
+  --queries FILE with '-- name: N' and '-- weight: N' comments for a weighted mix
+exit codes: 0 ok, 1 a query failed (see --continue_on_errors), 2 bad input, 3 server lost,
+            130 interrupted (the report covers everything measured)
+"""
+
+
+def _flag_value(text: str) -> int:
+    """-r / --randomize take an optional 0/1 (clickhouse-benchmark 18.x wants a value)."""
+    if text.lower() in ("1", "true", "yes", "on"):
+        return 1
+    if text.lower() in ("0", "false", "no", "off"):
+        return 0
+    raise argparse.ArgumentTypeError(f"'{text}' is not 0 or 1")
+
+
+def confidence(text: str) -> int:
+    v = non_negative_int(text)
+    if v > 5:
+        raise argparse.ArgumentTypeError("must be 0..5 (80, 90, 95, 98, 99, 99.5%)")
+    return v
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or more, got {text}")
+    return v
+
+
+def build_load_parser() -> Parser:
+    p = Parser(prog="chbench load", add_help=False, epilog=LOAD_EXAMPLES,
+               formatter_class=argparse.RawDescriptionHelpFormatter,
+               description="Put load on ClickHouse: clickhouse-benchmark's flags and reports, plus open-loop "
+                           "rates, concurrency sweeps, worker processes and comparison verdicts. Any "
+                           "--<setting>=value is sent with every query.")
+    p.add_argument("--help", action="help", help="show this help")
+    q = p.add_argument_group("queries")
+    q.add_argument("-q", "--query", action="append", default=[], metavar="SQL", help="a query (repeatable)")
+    q.add_argument("--queries", metavar="FILE", help="query file ('-' is stdin); '-- weight: N' weights a query")
+    q.add_argument("--queries-format", "--queries_format", dest="queries_format", choices=["tsv", "script", "lines"],
+                   help="stdin: tsv (one per line, escaped; default) or script (';'-separated)")
+    q.add_argument("-r", "--randomize", nargs="?", const=1, default=0, type=_flag_value,
+                   help="random order (weighted by '-- weight:')")
+    q.add_argument("--seed", type=non_negative_int, default=0, help="seed for -r, host choice and --poisson")
+    c = p.add_argument_group("how much load (clickhouse-benchmark)")
+    c.add_argument("-c", "--concurrency", type=positive_int, default=1, help="parallel queries (default 1)")
+    c.add_argument("-C", "--max_concurrency", "--max-concurrency", dest="max_concurrency", type=positive_int,
+                   help="sweep concurrency 1..N, one report per level, and find the knee")
+    c.add_argument("-i", "--iterations", type=non_negative_int, default=0, help="queries to run (0: no limit)")
+    c.add_argument("-t", "--timelimit", type=non_negative_float, default=0.0, metavar="SEC",
+                   help="stop launching queries after SEC seconds (0: no limit)")
+    c.add_argument("-d", "--delay", type=non_negative_float, default=1.0, metavar="SEC",
+                   help="seconds between intermediate reports (0: none)")
+    c.add_argument("--cumulative", action="store_true", help="intermediate reports over the whole run so far")
+    c.add_argument("--confidence", type=confidence, default=5, help="t-test level 0..5: 80,90,95,98,99,99.5%%")
+    c.add_argument("--reconnect", nargs="?", const=1, type=non_negative_int, metavar="N",
+                   help="open a new connection every N queries (default N=1)")
+    c.add_argument("--continue_on_errors", "--continue-on-errors", dest="continue_on_errors", action="store_true")
+    c.add_argument("--max-consecutive-errors", "--max_consecutive_errors", dest="max_consecutive_errors",
+                   type=non_negative_int, default=0, metavar="N", help="with --continue_on_errors: stop after N")
+    c.add_argument("--roundrobin", action="store_true", help="several hosts: spread queries, do not compare")
+    c.add_argument("--stage", choices=["complete", "fetch_columns", "with_mergeable_state"], default="complete",
+                   help="processing stage (native protocol only)")
+    c.add_argument("--query_id_prefix", "--query-id-prefix", dest="query_id_prefix", metavar="PREFIX")
+    c.add_argument("--timeout", type=positive_float, metavar="S", help="client-side limit per query")
+    c.add_argument("--allow-writes", action="store_true", help="lift the read-only default (readonly=2)")
+    c.add_argument("--stacktrace", action="store_true", help=argparse.SUPPRESS)  # accepted for compatibility
+    o = p.add_argument_group("beyond clickhouse-benchmark")
+    o.add_argument("--rate", type=positive_float, metavar="QPS",
+                   help="open loop: start requests at this rate; latency counts from the planned time")
+    o.add_argument("--poisson", action="store_true", help="with --rate: Poisson arrivals instead of fixed spacing")
+    o.add_argument("--latency-limit", "--latency_limit", dest="latency_limit", type=positive_float, metavar="MS",
+                   help="count requests slower than MS")
+    o.add_argument("--workers", type=positive_int, default=1,
+                   help="spread connections over N processes (histograms merged exactly)")
+    o.add_argument("--json", metavar="FILE", help="clickhouse-benchmark's JSON report (keyed by host when comparing)")
+    o.add_argument("--out", metavar="FILE", help="chbench results file (every level, histograms, timeline)")
+    o.add_argument("--quiet", action="store_true", help="no intermediate reports or live view")
+    g = p.add_argument_group("where queries go")
+    g.add_argument("-h", "--host", action="append", default=[], help="server host, native protocol (repeatable)")
+    g.add_argument("-p", "--port", action="append", default=[], type=positive_int, help="native port (repeatable)")
+    g.add_argument("-s", "--secure", action="store_true", help="TLS (certificates are verified)")
+    g.add_argument("--target", action="append", default=[], metavar="URL",
+                   help="embedded[:/dir], http(s)://host[:port], clickhouse(s)://host[:port] (repeatable)")
+    g.add_argument("--user", help="user name (default: 'default')")
+    g.add_argument("--database", help="default database")
+    g.add_argument("--password-file", metavar="FILE", help="read the password from FILE (else CLICKHOUSE_PASSWORD)")
+    g.add_argument("--password", help="the password (shows in the process list: prefer CLICKHOUSE_PASSWORD)")
+    g.add_argument("--ca-file", metavar="FILE", help="CA bundle for TLS verification")
+    return p
+
+
+_SETTING_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def parse_load_args(argv: list[str]) -> tuple[argparse.Namespace, dict[str, str]]:
+    """clickhouse-benchmark accepts any ClickHouse setting as --name=value (or
+    --name value): what argparse does not know and looks like that is a setting."""
+    parser = build_load_parser()
+    args, rest = parser.parse_known_args(argv)
+    settings: dict[str, str] = {}
+    i = 0
+    while i < len(rest):
+        a = rest[i]
+        if not a.startswith("--"):
+            parser.error(f"unrecognized argument: {a}")
+        name, eq, value = a[2:].partition("=")
+        if not _SETTING_NAME.match(name):
+            parser.error(f"unrecognized argument: {a}")
+        if not eq:
+            if i + 1 >= len(rest) or rest[i + 1].startswith("--"):
+                parser.error(f"setting --{name} needs a value (--{name}=VALUE)")
+            value = rest[i + 1]
+            i += 1
+        settings[name] = value
+        i += 1
+    return args, settings
+
+
 def build_parser() -> Parser:
     parser = Parser(
         prog="chbench",
@@ -121,6 +253,7 @@ def build_parser() -> Parser:
                     "that survive an A/A test.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="commands:\n  run       measure a query suite on one or two targets\n"
+               "  load      put load on a server: clickhouse-benchmark's flags, open loop, sweeps\n"
                "  compare   compare two results files (or the two sides of one)\n\n"
                "quick start:\n  chbench run --out before.json && chbench run --out after.json && "
                "chbench compare before.json after.json",
@@ -160,6 +293,9 @@ def build_parser() -> Parser:
     r.add_argument("--out", metavar="FILE", help="results file (default: chbench-<time>.json)")
     r.add_argument("--quiet", action="store_true", help="no progress output")
 
+    sub.add_parser("load", help="put load on a server (clickhouse-benchmark's flags)", add_help=False,
+                   description="see 'chbench load --help'")
+
     cmp_ = sub.add_parser("compare", help="compare results", epilog=COMPARE_EXAMPLES,
                           formatter_class=argparse.RawDescriptionHelpFormatter,
                           description="Compare two results files (or both sides of one side-by-side file).")
@@ -178,6 +314,21 @@ def build_parser() -> Parser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "load":
+        load_args, settings = parse_load_args(argv[1:])
+        try:
+            from chbench.commands.load import cmd_load
+
+            return cmd_load(load_args, settings)
+        except ChbenchError as e:
+            sys.stderr.write(f"chbench: error: {e}\n")
+            return e.exit_code
+        except KeyboardInterrupt:
+            sys.stderr.write("chbench: interrupted\n")
+            return 130
+        except BrokenPipeError:
+            return 0
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.command:

@@ -56,7 +56,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for f, st in zip(files, statuses, strict=True):
         if st != "complete":
             notes.append(f"{f} is incomplete (status: {st}): only what it holds is compared")
-    if any(f != "chbench" for f in formats):
+    if any(f == "chbench-load" for f in formats):
+        notes.append("a load run: latencies come from its histograms (within 0.4%), in no particular order, "
+                     "measured under concurrency")
+    if any(f not in ("chbench", "chbench-load") for f in formats):
         notes.append("a file holds summary numbers only (no raw samples): its verdicts are weaker, from "
                      "percentile ranges rather than a statistical test")
     names, rename = match_names(side_a, side_b)

@@ -12,6 +12,7 @@ Foreign files carry summaries only: compare says a verdict from them is weaker.
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,8 @@ def load_results(path: str, metric: str = "client_ms") -> Loaded:
 
 
 def _load_ours(path: str, doc: dict[str, Any], metric: str) -> Loaded:
+    if doc.get("kind") == "load":
+        return _load_load_run(path, doc, metric)
     meta = doc.get("meta") or {}
     targets = doc.get("targets") or [{"id": "A", "url": "?"}]
     sides = {t["id"]: Side(label=f"{t['id']}: {t.get('label') or t.get('url')}", meta=meta) for t in targets}
@@ -103,6 +106,40 @@ def _load_ours(path: str, doc: dict[str, Any], metric: str) -> Loaded:
         raise UsageError(f"{path}: no {metric} recorded (server timing needs the HTTP summary header, native "
                          "progress packets or a run with --server-metrics)")
     return Loaded(path=path, format="chbench", sides=list(sides.values()), status=doc.get("status", "complete"))
+
+
+def _load_load_run(path: str, doc: dict[str, Any], metric: str) -> Loaded:
+    """A ``chbench load`` file: one side per host of its last concurrency level; each
+    query's latencies come back from its histogram (bucket midpoints, within 0.4%),
+    thinned proportionally to at most 5,000 values."""
+    from chbench.stats.histogram import Histogram
+
+    if metric != "client_ms":
+        raise UsageError(f"{path}: a load run records client latency only (use --metric client_ms)")
+    try:
+        levels = doc["levels"]
+        if not levels:
+            raise UsageError(f"{path}: load results file with no finished level")
+        level = levels[-1]
+        names = {q["index"]: q["name"] for q in doc["queries"]}
+        sqls = {q["index"]: q["sql"] for q in doc["queries"]}
+        sides = []
+        for host in level["hosts"]:
+            side = Side(label=f"{host['label']} (load, concurrency {level['concurrency']})", meta=doc.get("meta") or {})
+            for q in host["queries"]:
+                h = Histogram.from_json(q["histogram"])
+                times = h.expand(5000)
+                random.Random(0).shuffle(times)  # run order is not kept: no false drift from sorted values
+                data = SideData(sql=sqls.get(q["index"]), times=times, errors=int(q.get("errors", 0)))
+                data.client_times = list(data.times)
+                if data.errors:
+                    msgs = q.get("error_messages") or {}
+                    data.error_sample = next(iter(msgs.values()), None)
+                side.queries[names[q["index"]]] = data
+            sides.append(side)
+    except (KeyError, TypeError, ValueError) as e:
+        raise UsageError(f"{path}: malformed chbench load results file ({type(e).__name__}: {e})") from None
+    return Loaded(path=path, format="chbench-load", sides=sides, status=doc.get("status", "complete"))
 
 
 def _err_text(e: Any) -> str:

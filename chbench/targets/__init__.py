@@ -35,13 +35,18 @@ class Credentials:
     ca_file: str | None = None
 
 
-def make_target(spec: str, creds: Credentials) -> Target:
-    """Build (but do not connect) the target named by ``spec``."""
+def make_target(spec: str, creds: Credentials, light: bool = False, stage: str = "complete") -> Target:
+    """Build (but do not connect) the target named by ``spec``.
+
+    ``light`` and ``stage`` concern the native protocol only (see targets/native.py):
+    load runs ask for a lighter protocol revision, and ``stage`` for a partial result."""
     spec = spec.strip()
     if spec == "embedded" or spec.startswith("embedded:"):
         from chbench.targets.embedded import EmbeddedTarget
 
         path = spec[len("embedded:") :] if spec.startswith("embedded:") else ""
+        if stage != "complete":
+            raise UsageError("--stage works with the native protocol only (clickhouse:// or --host/--port)")
         return EmbeddedTarget(spec, path or None)
     if "://" not in spec:
         raise UsageError(f"unknown target '{spec}': use one of {SCHEMES}")
@@ -67,7 +72,9 @@ def make_target(spec: str, creds: Credentials) -> Target:
     if scheme in ("http", "https"):
         from chbench.targets.http import HttpTarget
 
-        return HttpTarget(shown, host, port, secure, user, creds.password, database, creds.ca_file)
+        if stage != "complete":
+            raise UsageError("--stage works with the native protocol only (clickhouse:// or --host/--port)")
+        return HttpTarget(shown, host, port, secure, user, creds.password, database, creds.ca_file, light)
     from chbench.targets.native import NativeTarget
 
-    return NativeTarget(shown, host, port, secure, user, creds.password, database, creds.ca_file)
+    return NativeTarget(shown, host, port, secure, user, creds.password, database, creds.ca_file, light, stage)

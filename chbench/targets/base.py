@@ -170,6 +170,9 @@ class Target(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""
 
+    def reconnect(self) -> None:  # noqa: B027 - optional hook
+        """Drop the connection; the next query opens a fresh one (load --reconnect)."""
+
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "url": self.url}
 

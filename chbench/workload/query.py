@@ -13,6 +13,7 @@ from chbench.workload.sqlfile import strip_comments_and_strings
 class Query:
     name: str
     sql: str
+    weight: int = 1  # share of a load mix (chbench load); run ignores it
 
 
 _RESULT_KEYWORDS = ("select", "with", "(", "show", "explain", "describe", "desc", "exists")

@@ -14,6 +14,23 @@ if TYPE_CHECKING:
     from chbench.workload.query import Query
 
 _NAME = re.compile(r"^\s*--\s*name:\s*(\S.*?)\s*$", re.IGNORECASE)
+_WEIGHT_LINE = re.compile(r"^\s*--\s*weight:\s*(\S*)\s*$", re.IGNORECASE)
+_WEIGHT_TAIL = re.compile(r"\s*--\s*weight:\s*(\S*)\s*$", re.IGNORECASE)
+_TSV_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", "r": "\r", "0": "\0", "'": "'", "b": "\b", "f": "\f"}
+
+
+def _tsv_unescape(line: str) -> str:
+    return re.sub(r"\\(.)", lambda m: _TSV_ESCAPES.get(m.group(1), "\\" + m.group(1)), line)
+
+
+def _weight(text: str, source: str) -> int:
+    try:
+        w = int(text)
+    except ValueError:
+        w = 0
+    if w < 1:
+        raise UsageError(f"{source}: bad weight '{text}' (use a positive whole number, e.g. '-- weight: 5')")
+    return w
 _STATEMENT_START = re.compile(
     r"^\s*(select|with|insert|create|drop|alter|show|explain|describe|desc|optimize|system|truncate|"
     r"set|kill|rename|exists|check|detach|attach|grant|revoke|use|\()\b",
@@ -76,8 +93,12 @@ def parse_queries(text: str, source: str = "query file", fmt: str = "auto") -> l
     """Split a query file into named queries.
 
     fmt: ``script`` (``;``-separated), ``lines`` (one query per line, as
-    clickhouse-benchmark reads), or ``auto`` (lines when there is no ``;`` and every
-    non-empty line starts a statement, else script)."""
+    clickhouse-benchmark reads), ``tsv`` (lines, with TSV escapes such as ``\n``
+    undone), or ``auto`` (lines when there is no ``;`` and every non-empty line starts
+    a statement, else script).
+
+    Comment lines before a query may name it (``-- name: NAME``) and weight it in a
+    load mix (``-- weight: N``); in line formats a trailing ``-- weight: N`` works too."""
     from chbench.workload.query import Query, query_name
 
     if "\x00" in text:
@@ -90,8 +111,16 @@ def parse_queries(text: str, source: str = "query file", fmt: str = "auto") -> l
         lines = [ln for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("--")]
         fmt = "lines" if not semis and len(lines) > 1 and all(_STATEMENT_START.match(ln) for ln in lines) else "script"
     pieces: list[str] = []
-    if fmt == "lines":
-        pieces = text.splitlines()
+    if fmt in ("lines", "tsv"):
+        preamble: list[str] = []
+        for line in text.splitlines():
+            stripped = line.strip()
+            if not stripped or stripped.startswith(("--", "#")):
+                preamble.append(line)
+                continue
+            body = _tsv_unescape(line) if fmt == "tsv" else line
+            pieces.append("\n".join([*preamble, body]))
+            preamble = []
     else:
         start = 0
         for pos in semis:
@@ -102,6 +131,7 @@ def parse_queries(text: str, source: str = "query file", fmt: str = "auto") -> l
     seen: dict[str, int] = {}
     for piece in pieces:
         name = None
+        weight = 1
         body_lines = []
         for line in piece.splitlines():
             if not body_lines:  # preamble: blank lines, comments, the -- name: line
@@ -109,19 +139,28 @@ def parse_queries(text: str, source: str = "query file", fmt: str = "auto") -> l
                 if m:
                     name = m.group(1)
                     continue
+                m = _WEIGHT_LINE.match(line)
+                if m:
+                    weight = _weight(m.group(1), source)
+                    continue
                 if not line.strip() or line.lstrip().startswith(("--", "#")):
                     continue
             body_lines.append(line)
         body = "\n".join(body_lines).strip()
         if not strip_comments_and_strings(body).strip():
             continue
+        tail = _WEIGHT_TAIL.search(body)
+        masked = strip_comments_and_strings(body, keep_strings=False)
+        if tail and len(masked) == len(body) and not masked[tail.start() :].strip():  # a comment, not a string
+            weight = _weight(tail.group(1), source)
+            body = body[: tail.start()].rstrip()
         name = name or query_name(body)
         if name in seen:
             seen[name] += 1
             name = f"{name}#{seen[name]}"
         else:
             seen[name] = 1
-        queries.append(Query(name=name, sql=body))
+        queries.append(Query(name=name, sql=body, weight=weight))
     if not queries:
         raise UsageError(f"{source}: no query found")
     return queries

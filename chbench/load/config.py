@@ -1,0 +1,60 @@
+"""What a load run is asked to do (picklable: worker processes get a copy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from chbench.targets import Credentials
+from chbench.workload.query import Query
+
+# an open-loop request that starts more than this after its planned time is "late"
+LATE_MS = 5.0
+
+
+@dataclass
+class LoadConfig:
+    targets: list[str]  # target specs (no secrets)
+    credentials: Credentials
+    queries: list[Query]
+    concurrency: int = 1
+    max_concurrency: int = 0  # -C: sweep 1..N
+    iterations: int = 0  # 0: no limit
+    timelimit: float = 0.0  # seconds, 0: no limit
+    randomize: bool = False
+    seed: int = 0
+    delay: float = 1.0  # seconds between intermediate reports, 0: none
+    cumulative: bool = False
+    confidence: int = 5
+    stage: str = "complete"
+    query_id_prefix: str = ""
+    reconnect: int = 0  # reconnect every N queries, 0: never
+    continue_on_errors: bool = False
+    max_consecutive_errors: int = 0  # 0: no limit
+    roundrobin: bool = False
+    settings: dict[str, str] = field(default_factory=dict)
+    rate: float = 0.0  # open loop: requests per second, 0: closed loop
+    poisson: bool = False
+    latency_limit_ms: float = 0.0
+    workers: int = 1
+    timeout: float | None = None
+    phase: float = 0.0  # open loop, fixed rate: this worker's offset in the global schedule (s)
+
+    @property
+    def open_loop(self) -> bool:
+        return self.rate > 0
+
+    @property
+    def comparison(self) -> bool:
+        return len(self.targets) > 1 and not self.roundrobin
+
+    def levels(self) -> list[int]:
+        return list(range(1, self.max_concurrency + 1)) if self.max_concurrency else [self.concurrency]
+
+    def share(self, worker: int, workers: int, concurrency: int) -> LoadConfig:
+        """This worker's part: its connections, iterations and rate."""
+        lanes = concurrency // workers + (1 if worker < concurrency % workers else 0)
+        iterations = 0
+        if self.iterations:
+            iterations = self.iterations // workers + (1 if worker < self.iterations % workers else 0)
+        return replace(self, concurrency=lanes, iterations=iterations, rate=self.rate / workers if self.rate else 0.0,
+                       seed=self.seed * 1000 + worker, phase=worker / self.rate if self.rate else 0.0)

@@ -1,0 +1,354 @@
+"""Running a load level: probe the hosts, start the lanes (in this process, or in
+``--workers`` processes), collect their stats every tick, report every ``-d`` seconds,
+and stop on the time limit, the iteration count, an error, a lost server or Ctrl-C —
+always with everything measured so far."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import queue as queue_mod
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any, Protocol
+
+from chbench.errors import ConnectError, QueryError, UsageError
+from chbench.load.config import LoadConfig
+from chbench.load.recorder import Key, Stats, merge_all, merge_into
+from chbench.load.worker import STOP_GRACE_S, TICK_S, Core, process_main
+from chbench.targets import ServerInfo, make_target
+
+
+@dataclass
+class Host:
+    spec: str
+    url: str
+    label: str  # host:port, as clickhouse-benchmark names it
+    kind: str
+    version: str
+    settings: dict[str, str]  # sent with every query
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LevelResult:
+    concurrency: int
+    workers: int
+    seconds: float
+    totals: dict[Key, Stats]
+    timeline: list[dict[str, Any]]
+    started: int = 0
+    late: int = 0
+    due: int | None = None
+    fatal: str | None = None
+    failure: str | None = None
+    interrupted: bool = False
+
+    def by_host(self) -> dict[int, Stats]:
+        return merge_all(self.totals, "host")
+
+    def total(self) -> Stats:
+        s = Stats()
+        for st in self.totals.values():
+            s.merge(st)
+        return s
+
+
+def _label(spec: str, kind: str, url: str) -> str:
+    if kind == "embedded":
+        return spec
+    rest = url.split("://", 1)[-1]
+    rest = rest.split("@", 1)[-1]
+    return rest.split("/", 1)[0] if kind == "native" else url.split("@")[0].split("://")[0] + "://" + rest
+
+
+def probe_hosts(cfg: LoadConfig) -> list[Host]:
+    """Connect once to every host: version, known settings; fail early in one line."""
+    hosts = []
+    for spec in cfg.targets:
+        t = make_target(spec, cfg.credentials, light=True, stage=cfg.stage)
+        try:
+            info: ServerInfo = t.connect()
+        finally:
+            t.close()
+        unknown = [k for k in cfg.settings if not info.knows(k)]
+        if unknown:
+            raise UsageError(f"{t.url}: unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
+                             f"(not in system.settings of ClickHouse {info.version})")
+        settings = dict(cfg.settings)
+        notes = list(info.notes)
+        if t.kind == "http" and "default_format" not in settings:
+            # the wire format the native protocol carries; row formats cost the server more
+            # (SELECT 1 here: ~1,800 QPS with Native, ~1,250 with TabSeparated)
+            settings["default_format"] = "Native"
+            notes.append("http: results requested as default_format=Native (a FORMAT in the query wins)")
+        if t.kind == "embedded":
+            notes.append("embedded: the client threads share one in-process chDB session, which runs one query "
+                         "at a time; -c N measures queueing on that session, not server concurrency")
+        hosts.append(Host(spec, t.url, _label(spec, t.kind, t.url), t.kind, info.version, settings, notes))
+    labels = [h.label for h in hosts]
+    for i, h in enumerate(hosts):  # the same server twice: keep the keys of the JSON apart
+        if labels.count(h.label) > 1:
+            h.label = f"{h.label}#{labels[:i + 1].count(h.label)}"
+    return hosts
+
+
+# -- where the lanes run ------------------------------------------------------------------------
+class Source(Protocol):
+    def setup(self) -> None: ...
+    def start(self) -> None: ...
+    def pump(self, timeout: float) -> tuple[list[dict[Key, Stats]], bool]: ...
+    def stop(self) -> None: ...
+    def status(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+
+
+class LocalSource:
+    """Lanes as threads of this process."""
+
+    def __init__(self, cfg: LoadConfig, settings: list[dict[str, str]]) -> None:
+        self.core = Core(cfg, settings, 0)
+        self._stopped_at: float | None = None
+
+    def setup(self) -> None:
+        try:
+            self.core.setup()
+        except BaseException:
+            self.core.close()
+            raise
+
+    def start(self) -> None:
+        self.core.start(time.monotonic())
+
+    def pump(self, timeout: float) -> tuple[list[dict[Key, Stats]], bool]:
+        core = self.core
+        done = core.finished.wait(timeout)
+        if not done and core.stop.is_set():
+            if self._stopped_at is None:
+                self._stopped_at = time.monotonic()
+            elif time.monotonic() - self._stopped_at >= STOP_GRACE_S:
+                core.join(0.0)  # lanes stuck in long queries are abandoned
+                done = True
+        return [core.recorder.swap()], done
+
+    def stop(self) -> None:
+        self.core.stop.set()
+
+    def status(self) -> dict[str, Any]:
+        return self.core.status(final=True)
+
+    def close(self) -> None:
+        self.core.join(0.0)
+        self.core.close()
+
+
+class ProcessSource:
+    """Lanes in worker processes (spawned: each its own interpreter and GIL)."""
+
+    def __init__(self, cfg: LoadConfig, settings: list[dict[str, str]], workers: int, level: int) -> None:
+        ctx = mp.get_context("spawn")
+        self.queue: Any = ctx.Queue()
+        self.go = ctx.Event()
+        self.stop_event = ctx.Event()
+        self.start_at: Any = ctx.Value("d", 0.0)
+        self.procs = [
+            ctx.Process(target=process_main, name=f"chbench-worker-{w}", daemon=True,
+                        args=(cfg.share(w, workers, level), settings, w, self.queue, self.go, self.start_at,
+                              self.stop_event))
+            for w in range(workers)
+        ]
+        self.statuses: dict[int, dict[str, Any]] = {}
+        self.done: set[int] = set()
+
+    def setup(self) -> None:
+        for p in self.procs:
+            p.start()
+        ready: set[int] = set()
+        deadline = time.monotonic() + 120
+        while len(ready) < len(self.procs):
+            try:
+                kind, w, payload = self.queue.get(timeout=0.5)
+            except queue_mod.Empty:
+                dead = [p for i, p in enumerate(self.procs) if i not in ready and not p.is_alive()]
+                if dead or time.monotonic() > deadline:
+                    self.close()
+                    raise ConnectError("a worker process could not start") from None
+                continue
+            if kind == "error":
+                self.close()
+                raise ConnectError(payload)
+            ready.add(w)
+
+    def start(self) -> None:
+        self.start_at.value = time.time() + 0.05
+        self.go.set()
+
+    def pump(self, timeout: float) -> tuple[list[dict[Key, Stats]], bool]:
+        parts = []
+        end = time.monotonic() + timeout
+        while True:
+            left = end - time.monotonic()
+            try:
+                kind, w, payload = self.queue.get(timeout=max(0.001, left))
+            except queue_mod.Empty:
+                break
+            stats, status = payload
+            parts.append(stats)
+            self.statuses[w] = status
+            if kind == "done":
+                self.done.add(w)
+            if time.monotonic() >= end:
+                break
+        for i, p in enumerate(self.procs):
+            if i not in self.done and not p.is_alive():
+                self.done.add(i)
+                self.statuses.setdefault(i, {})["fatal"] = f"worker process {i} died (exit code {p.exitcode})"
+        return parts, len(self.done) == len(self.procs)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def status(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"started": 0, "late": 0, "elapsed": 0.0, "fatal": None, "failure": None}
+        for st in self.statuses.values():
+            out["started"] += st.get("started", 0)
+            out["late"] += st.get("late", 0)
+            out["elapsed"] = max(out["elapsed"], st.get("elapsed", 0.0))
+            if "due" in st:
+                out["due"] = out.get("due", 0) + st["due"]
+            out["fatal"] = out["fatal"] or st.get("fatal")
+            out["failure"] = out["failure"] or st.get("failure")
+        return out
+
+    def close(self) -> None:
+        self.stop_event.set()
+        for p in self.procs:
+            if p.pid is not None:
+                p.join(timeout=3)
+                if p.is_alive():
+                    p.terminate()
+                    p.join(timeout=2)
+
+
+# -- the level loop ------------------------------------------------------------------------------
+class Display(Protocol):
+    def level_started(self, level: int) -> None: ...
+    def interval(self, level: int, row: dict[str, Any], hosts_stats: dict[int, Stats], seconds: float,
+                 cumulative: dict[int, Stats], elapsed: float) -> None: ...
+    def level_finished(self) -> None: ...
+
+
+class _Interrupt:
+    """First Ctrl-C: stop launching queries and report; a second one: leave at once."""
+
+    def __init__(self) -> None:
+        self.hit = False
+        self._old: Any = None
+
+    def __enter__(self) -> _Interrupt:
+        def handler(signum: int, frame: FrameType | None) -> None:
+            if self.hit:
+                raise KeyboardInterrupt
+            self.hit = True
+
+        with contextlib.suppress(ValueError):  # not the main thread: no handler
+            self._old = signal.signal(signal.SIGINT, handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+
+
+def timeline_row(t: float, seconds: float, st: Stats) -> dict[str, Any]:
+    h = st.hist
+    return {
+        "t": round(t, 3),
+        "seconds": round(seconds, 3),
+        "queries": st.queries,
+        "errors": st.errors,
+        "qps": st.queries / seconds if seconds > 0 else 0.0,
+        "p50_ms": h.percentile(50),
+        "p90_ms": h.percentile(90),
+        "p99_ms": h.percentile(99),
+        "max_ms": h.max if h.count else None,
+    }
+
+
+CHECKPOINT_S = 5.0  # how often a partial level is written to --out
+
+
+def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
+              checkpoint: Callable[[LevelResult], None] | None = None) -> LevelResult:
+    workers = max(1, min(cfg.workers, level))
+    settings = [h.settings for h in hosts]
+    source: Source = LocalSource(cfg.share(0, 1, level), settings) if workers == 1 else ProcessSource(
+        cfg, settings, workers, level)
+    source.setup()
+    totals: dict[Key, Stats] = {}
+    interval: dict[Key, Stats] = {}
+    timeline: list[dict[str, Any]] = []
+    period = cfg.delay if cfg.delay > 0 else 1.0
+    display.level_started(level)
+    interrupted = False
+    with _Interrupt() as ctrl_c:
+        t0 = time.monotonic()
+        source.start()
+        last = last_checkpoint = t0
+        try:
+            while True:
+                parts, done = source.pump(TICK_S)
+                for part in parts:
+                    merge_into(totals, part)
+                    merge_into(interval, part)
+                now = time.monotonic()
+                if now - last >= period or done:
+                    seconds = now - last
+                    ist = Stats()
+                    for part_stats in interval.values():
+                        ist.merge(part_stats)
+                    if ist.queries or ist.errors or not done:
+                        timeline.append(timeline_row(now - t0, seconds, ist))
+                        cum = merge_all(totals, "host")
+                        display.interval(level, timeline[-1], merge_all(interval, "host"), seconds, cum, now - t0)
+                    interval = {}
+                    last = now
+                if checkpoint is not None and now - last_checkpoint >= CHECKPOINT_S and not done:
+                    last_checkpoint = now
+                    checkpoint(LevelResult(level, workers, now - t0, {k: Stats().merge(v) for k, v in totals.items()},
+                                           list(timeline), interrupted=True))
+                if done:
+                    break
+                if ctrl_c.hit and not interrupted:
+                    interrupted = True
+                    source.stop()
+        except KeyboardInterrupt:  # second Ctrl-C: stop waiting for the lanes
+            interrupted = True
+            source.stop()
+        st = source.status()
+        source.close()
+    if isinstance(source, ProcessSource):  # anything sent while closing
+        parts, _ = source.pump(0.0)
+        for part in parts:
+            merge_into(totals, part)
+    display.level_finished()
+    seconds = st.get("elapsed") or (time.monotonic() - t0)
+    return LevelResult(
+        concurrency=level,
+        workers=workers,
+        seconds=seconds,
+        totals=totals,
+        timeline=timeline,
+        started=st.get("started", 0),
+        late=st.get("late", 0),
+        due=st.get("due"),
+        fatal=st.get("fatal"),
+        failure=st.get("failure"),
+        interrupted=interrupted,
+    )
+
+
+__all__ = ["Host", "LevelResult", "probe_hosts", "run_level", "QueryError"]

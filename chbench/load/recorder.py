@@ -1,0 +1,148 @@
+"""Counting what a load run did, in constant memory.
+
+Every finished query lands in a :class:`Stats` for its (host, query) pair: a latency
+histogram (log-bucketed, so memory does not grow with the run) and counters. The
+collector swaps the live stats out every few hundred milliseconds; interval stats and
+run totals are merges of those swaps, and stats from worker processes merge the same
+way, exactly."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from chbench.stats.histogram import Histogram
+
+Key = tuple[int, int]  # (host index, query index)
+
+
+class Stats:
+    __slots__ = ("hist", "service", "queries", "errors", "error_codes", "error_messages", "read_rows", "read_bytes",
+                 "result_rows", "result_bytes", "over_limit")
+
+    def __init__(self) -> None:
+        self.hist = Histogram()  # latency (open loop: from the planned time)
+        self.service: Histogram | None = None  # open loop only: from the moment the query was sent
+        self.queries = 0
+        self.errors = 0
+        self.error_codes: dict[int, int] = {}  # ClickHouse error code (0: unknown) -> count
+        self.error_messages: dict[int, str] = {}  # one message per code
+        self.read_rows = 0
+        self.read_bytes = 0
+        self.result_rows = 0
+        self.result_bytes = 0
+        self.over_limit = 0
+
+    def merge(self, o: Stats) -> Stats:
+        self.hist.merge(o.hist)
+        if o.service is not None:
+            if self.service is None:
+                self.service = Histogram()
+            self.service.merge(o.service)
+        self.queries += o.queries
+        self.errors += o.errors
+        for c, n in o.error_codes.items():
+            self.error_codes[c] = self.error_codes.get(c, 0) + n
+        for c, m in o.error_messages.items():
+            self.error_messages.setdefault(c, m)
+        self.read_rows += o.read_rows
+        self.read_bytes += o.read_bytes
+        self.result_rows += o.result_rows
+        self.result_bytes += o.result_bytes
+        self.over_limit += o.over_limit
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "queries": self.queries,
+            "errors": self.errors,
+            "errors_by_code": {str(c): n for c, n in sorted(self.error_codes.items())},
+            "error_messages": {str(c): m for c, m in sorted(self.error_messages.items())},
+            "read_rows": self.read_rows,
+            "read_bytes": self.read_bytes,
+            "result_rows": self.result_rows,
+            "result_bytes": self.result_bytes,
+            "over_latency_limit": self.over_limit,
+            "histogram": self.hist.to_json(),
+        }
+        if self.service is not None:
+            d["service_histogram"] = self.service.to_json()
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Stats:
+        s = cls()
+        s.hist = Histogram.from_json(d["histogram"])
+        if d.get("service_histogram"):
+            s.service = Histogram.from_json(d["service_histogram"])
+        s.queries = int(d.get("queries", 0))
+        s.errors = int(d.get("errors", 0))
+        s.error_codes = {int(c): int(n) for c, n in (d.get("errors_by_code") or {}).items()}
+        s.error_messages = {int(c): str(m) for c, m in (d.get("error_messages") or {}).items()}
+        for k in ("read_rows", "read_bytes", "result_rows", "result_bytes"):
+            setattr(s, k, int(d.get(k, 0)))
+        s.over_limit = int(d.get("over_latency_limit", 0))
+        return s
+
+
+def merge_all(parts: dict[Key, Stats], by: str) -> dict[int, Stats]:
+    """Merge (host, query) stats by host ('host') or by query ('query')."""
+    out: dict[int, Stats] = {}
+    for (h, q), st in parts.items():
+        k = h if by == "host" else q
+        out.setdefault(k, Stats()).merge(st)
+    return out
+
+
+def merge_into(total: dict[Key, Stats], part: dict[Key, Stats]) -> None:
+    for k, st in part.items():
+        if k in total:
+            total[k].merge(st)
+        else:
+            total[k] = Stats().merge(st)
+
+
+class Recorder:
+    """Thread-safe sink for one process's connections."""
+
+    def __init__(self, latency_limit_ms: float, open_loop: bool) -> None:
+        self._lock = threading.Lock()
+        self._cur: dict[Key, Stats] = {}
+        self.limit = latency_limit_ms
+        self.open_loop = open_loop
+
+    def _stats(self, key: Key) -> Stats:
+        st = self._cur.get(key)
+        if st is None:
+            st = self._cur[key] = Stats()
+            if self.open_loop:
+                st.service = Histogram()
+        return st
+
+    def ok(self, key: Key, latency_ms: float, service_ms: float, read_rows: int | None, read_bytes: int | None,
+           result_rows: int | None, result_bytes: int | None) -> None:
+        with self._lock:
+            st = self._stats(key)
+            st.hist.record(latency_ms)
+            if st.service is not None:
+                st.service.record(service_ms)
+            st.queries += 1
+            st.read_rows += read_rows or 0
+            st.read_bytes += read_bytes or 0
+            st.result_rows += result_rows or 0
+            st.result_bytes += result_bytes or 0
+            if self.limit and latency_ms > self.limit:
+                st.over_limit += 1
+
+    def error(self, key: Key, code: int | None, message: str) -> None:
+        with self._lock:
+            st = self._stats(key)
+            st.errors += 1
+            c = code or 0
+            st.error_codes[c] = st.error_codes.get(c, 0) + 1
+            st.error_messages.setdefault(c, message)
+
+    def swap(self) -> dict[Key, Stats]:
+        with self._lock:
+            cur, self._cur = self._cur, {}
+        return cur

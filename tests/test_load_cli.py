@@ -1,0 +1,308 @@
+"""``chbench load`` end to end, on the real servers and next to the real
+clickhouse-benchmark 18.16."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import PASSWORD, REPO, assert_one_line_error, load, run_cli
+from tests.engines import ModernServer
+
+STATUS_LINE = re.compile(
+    r"^(?P<host>\S+), queries: (?P<queries>\d+), (errors: (?P<errors>\d+), )?QPS: [\d.]+, RPS: [\d.]+, "
+    r"MiB/s: [\d.]+, result RPS: [\d.]+, result MiB/s: [\d.]+\.$",
+    re.MULTILINE,
+)
+PERCENTILE_LINE = re.compile(r"^(\d+\.\d{3})%\t\t([\d.]+ sec\.\t)+$", re.MULTILINE)
+
+
+def clickhouse_benchmark(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("clickhouse-benchmark")
+    assert exe, "clickhouse-benchmark (Debian clickhouse-tools) is installed by .ci/run"
+    return subprocess.run([exe, *args], input=stdin, capture_output=True, text=True, timeout=120)
+
+
+def test_same_flags_as_clickhouse_benchmark_and_same_json_shape(modern, tmp_path):
+    flags = ["--port", str(modern.tcp_port), "-c", "2", "-i", "300", "-d", "0"]
+    cb = clickhouse_benchmark(*flags, "--json", str(tmp_path / "cb.json"), stdin="SELECT number FROM numbers(10)\n")
+    assert cb.returncode == 0, cb.stderr
+    ours = run_cli("load", *flags, "--json", str(tmp_path / "ours.json"), stdin="SELECT number FROM numbers(10)\n")
+    assert ours.code == 0, ours.stderr
+    theirs, mine = load(tmp_path / "cb.json"), load(tmp_path / "ours.json")
+    assert set(theirs) == set(mine) == {"statistics", "query_time_percentiles"}
+    assert set(theirs["statistics"]) <= set(mine["statistics"]) and "num_errors" in mine["statistics"]
+    assert set(theirs["query_time_percentiles"]) == set(mine["query_time_percentiles"])
+    assert mine["statistics"]["num_queries"] == theirs["statistics"]["num_queries"] == 300
+    # result rows and rows read per second are counted the way clickhouse-benchmark counts them
+    assert mine["statistics"]["RPS_result"] / mine["statistics"]["QPS"] == pytest.approx(10)
+    assert mine["statistics"]["RPS"] / mine["statistics"]["QPS"] == pytest.approx(10)
+    # the report on stderr has clickhouse-benchmark's shape
+    assert "Loaded 1 queries." in ours.stderr and "Queries executed: 300." in ours.stderr
+    m = STATUS_LINE.search(ours.stderr)
+    assert m and m.group("host") == f"localhost:{modern.tcp_port}" and m.group("queries") == "300"
+    assert len(PERCENTILE_LINE.findall(ours.stderr)) == 14
+    pct = mine["query_time_percentiles"]
+    assert 0 < pct["0"] <= pct["50"] <= pct["99.99"] < 1
+
+
+def test_intermediate_reports_and_multi_line_script(modern, tmp_path):
+    script = "SELECT\n  number\nFROM numbers(5);\nSELECT 2;\n"
+    r = run_cli("load", "--port", str(modern.tcp_port), "--queries-format", "script", "-t", "2.5", "-d", "1",
+                "--out", str(tmp_path / "o.json"), stdin=script)
+    assert r.code == 0, r.stderr
+    assert "Loaded 2 queries." in r.stderr
+    assert r.stderr.count("Queries executed:") >= 3  # two intermediate reports and the final one
+    doc = load(tmp_path / "o.json")
+    assert doc["kind"] == "load" and doc["status"] == "complete"
+    lvl = doc["levels"][0]
+    assert len(lvl["timeline"]) >= 2 and all("p99_ms" in row for row in lvl["timeline"])
+    assert doc["queries"][0]["sql"] == "SELECT\n  number\nFROM numbers(5)"  # one query over three lines
+    counts = [q["queries"] for q in lvl["hosts"][0]["queries"]]
+    assert len(counts) == 2 and abs(counts[0] - counts[1]) <= 1  # in order: alternating
+
+
+def test_comparison_mode_same_server_twice_and_two_different_servers(modern, legacy, tmp_path):
+    same = run_cli("load", "--port", str(modern.tcp_port), "--port", str(modern.tcp_port), "-i", "1500", "-d", "0",
+                   "--json", str(tmp_path / "same.json"), "--out", str(tmp_path / "same-out.json"),
+                   stdin="SELECT 1\n")
+    assert same.code == 0, same.stderr
+    assert "Student's t-test on means: no difference proven at 99.5%" in same.stderr
+    assert "rank-based" in same.stderr
+    keyed = load(tmp_path / "same.json")
+    assert len(keyed) == 2 and all(set(v) == {"statistics", "query_time_percentiles"} for v in keyed.values())
+    cmp_ = load(tmp_path / "same-out.json")["levels"][0]["comparison"][0]
+    assert cmp_["t_test"]["proven"] is False and cmp_["rank"]["verdict"] in ("no change", "unstable")
+
+    diff = run_cli("load", "--target", modern.http_url, "--target", legacy.http_url, "-i", "600", "-d", "0",
+                   "--confidence", "3", stdin="SELECT count() FROM (SELECT number FROM system.numbers LIMIT 200000)\n",
+                   env={"CLICKHOUSE_PASSWORD": ""})
+    assert diff.code == 0, diff.stderr
+    assert re.search(r"t-test on means: difference of [+-]\d+\.\d% ± \d+\.\d% at 98%", diff.stderr), diff.stderr
+    assert re.search(r"rank-based, as chbench compare\): [+-]\d+\.\d% \[.*\]: (slower|faster)", diff.stderr)
+
+
+def test_concurrency_sweep_reports_each_level_and_the_knee(modern, tmp_path):
+    r = run_cli("load", "--port", str(modern.tcp_port), "-C", "3", "-i", "150", "-d", "0", "--out",
+                str(tmp_path / "s.json"), "--json", str(tmp_path / "s-cb.json"),
+                stdin="SELECT count() FROM numbers(3000000)\n")
+    assert r.code == 0, r.stderr
+    doc = load(tmp_path / "s.json")
+    assert [lv["concurrency"] for lv in doc["levels"]] == [1, 2, 3]
+    assert all(lv["total"]["queries"] == 150 for lv in doc["levels"])
+    assert [row["concurrency"] for row in doc["sweep"]["levels"]] == [1, 2, 3]
+    assert "Concurrency sweep:" in r.stderr
+    assert ("Knee at concurrency" in r.stderr) == (doc["sweep"]["knee"] is not None)
+    assert load(tmp_path / "s-cb.json")["statistics"]["num_queries"] == 150  # the last level
+
+
+def test_open_loop_with_a_stalling_server_counts_late_and_dropped(modern, tmp_path):
+    """20 requests/s offered to a query that takes 200 ms on one connection: the
+    server can take 5/s, so requests fall behind plan and latency from the planned
+    time grows — it is not hidden as a lower offered rate."""
+    r = run_cli("load", "--target", modern.http_url, "-q", "SELECT sleep(0.2)", "--rate", "20", "-c", "1", "-t", "3",
+                "-d", "0", "--latency-limit", "300", "--out", str(tmp_path / "o.json"))
+    assert r.code == 0, r.stderr
+    ol = load(tmp_path / "o.json")["levels"][0]["open_loop"]
+    assert ol["offered_qps"] == 20 and ol["planned"] >= 55
+    assert ol["achieved_qps"] < 7 and ol["late"] >= 5 and ol["dropped"] >= 30
+    total = load(tmp_path / "o.json")["levels"][0]["total"]
+    assert total["histogram"]["max_ms"] > 1000  # queued behind the stall
+    assert total["service_histogram"]["max_ms"] < 1000  # each query alone stays ~200 ms
+    assert total["over_latency_limit"] >= 5
+    assert "offered 20.000 QPS, achieved" in r.stderr and "dropped" in r.stderr
+
+
+def test_open_loop_poisson_keeps_the_offered_rate(modern, tmp_path):
+    r = run_cli("load", "--target", modern.http_url, "-q", "SELECT 1", "--rate", "100", "--poisson", "-c", "2",
+                "-t", "3", "-d", "0", "--out", str(tmp_path / "p.json"))
+    assert r.code == 0, r.stderr
+    ol = load(tmp_path / "p.json")["levels"][0]["open_loop"]
+    assert ol["arrivals"] == "poisson" and 200 <= ol["planned"] <= 400 and ol["dropped"] <= 2
+    assert ol["achieved_qps"] == pytest.approx(100, rel=0.3)
+
+
+def test_workers_merge_histograms_exactly(modern, tmp_path):
+    r = run_cli("load", "--port", str(modern.tcp_port), "-c", "4", "--workers", "2", "-i", "400", "-d", "0",
+                "--out", str(tmp_path / "w.json"), stdin="SELECT 1\n")
+    assert r.code == 0, r.stderr
+    lvl = load(tmp_path / "w.json")["levels"][0]
+    assert lvl["workers"] == 2 and lvl["total"]["queries"] == 400
+    assert sum(n for _, n in lvl["total"]["histogram"]["buckets"]) == 400
+
+
+def test_weighted_mix_keeps_its_proportions(modern, tmp_path):
+    mix = tmp_path / "mix.sql"
+    mix.write_text("-- name: light\n-- weight: 3\nSELECT 1;\n-- name: heavy\nSELECT count() FROM numbers(100000);\n")
+    for extra in ([], ["-r"]):
+        r = run_cli("load", "--target", modern.http_url, "--queries", str(mix), "-c", "2", "-i", "400", "-d", "0",
+                    *extra, "--out", str(tmp_path / "m.json"))
+        assert r.code == 0, r.stderr
+        counts = {q["name"]: q["queries"] for q in load(tmp_path / "m.json")["levels"][0]["hosts"][0]["queries"]}
+        if extra:
+            assert 240 <= counts["light"] <= 360 and counts["light"] + counts["heavy"] == 400
+        else:
+            assert counts == {"light": 300, "heavy": 100}
+
+
+def test_errors_by_code_stop_or_continue(modern, tmp_path):
+    stop = run_cli("load", "--port", str(modern.tcp_port), "-q", "SELECT throwIf(1)", "-i", "10", "-d", "0")
+    assert stop.code == 1 and "Traceback" not in stop.stderr
+    assert "Code: 395" in stop.stderr and "--continue_on_errors" in stop.stderr
+    go_on = run_cli("load", "--port", str(modern.tcp_port), "-q", "SELECT throwIf(1)", "-i", "10", "-d", "0",
+                    "--continue_on_errors", "--json", str(tmp_path / "e.json"))
+    assert go_on.code == 0, go_on.stderr
+    assert "errors: 10" in go_on.stderr and "code 395: 10" in go_on.stderr
+    assert load(tmp_path / "e.json")["statistics"]["num_errors"] == 10
+    capped = run_cli("load", "--port", str(modern.tcp_port), "-q", "SELECT throwIf(1)", "-d", "0",
+                     "--continue_on_errors", "--max-consecutive-errors", "5")
+    assert capped.code == 1 and "stopped after 5 consecutive errors" in capped.stderr
+
+
+def test_legacy_server_native_and_http_with_password_stage_reconnect(legacy, tmp_path):
+    env = {"CLICKHOUSE_PASSWORD": PASSWORD}
+    r = run_cli("load", "--port", str(legacy.tcp_port), "--user", "bench", "-i", "50", "-d", "0", "--reconnect=5",
+                "--out", str(tmp_path / "l.json"), "--max_threads=1",
+                stdin="SELECT number FROM system.numbers LIMIT 3\n", env=env)
+    assert r.code == 0, r.stderr
+    doc = load(tmp_path / "l.json")
+    assert doc["levels"][0]["total"]["queries"] == 50 and doc["targets"][0]["server_version"].startswith("18.16")
+    assert doc["targets"][0]["settings_sent"]["max_threads"] == "1"
+    assert PASSWORD not in (tmp_path / "l.json").read_text() and PASSWORD not in r.stderr
+    h = run_cli("load", "--target", f"http://bench@127.0.0.1:{legacy.http_port}", "-i", "30", "-d", "0",
+                stdin="SELECT 1\n", env=env)
+    assert h.code == 0 and "queries: 30" in h.stderr, h.stderr
+    s = run_cli("load", "--port", str(legacy.tcp_port), "--user", "bench", "--stage", "with_mergeable_state", "-i",
+                "20", "-d", "0", stdin="SELECT number FROM system.numbers LIMIT 5\n", env=env)
+    assert s.code == 0 and "queries: 20" in s.stderr, s.stderr
+
+
+def test_query_id_prefix_reaches_the_server(modern, tmp_path):
+    r = run_cli("load", "--target", modern.http_url, "--query_id_prefix", "chb-prefix-", "-i", "20", "-d", "0",
+                "--allow-writes", stdin="SELECT 1\n")
+    assert r.code == 0, r.stderr
+    import urllib.request
+
+    q = ("SYSTEM FLUSH LOGS", "SELECT count() FROM system.query_log WHERE query_id LIKE 'chb-prefix-%' AND type = 2")
+    for sql in q:
+        with urllib.request.urlopen(urllib.request.Request(modern.http_url, data=sql.encode())) as resp:
+            body = resp.read().decode().strip()
+    assert int(body) == 20
+
+
+def test_embedded_engine_is_the_default_and_says_what_concurrency_means(tmp_path):
+    r = run_cli("load", "-q", "SELECT sum(number) FROM numbers(10000)", "-c", "2", "-i", "40", "-d", "0")
+    assert r.code == 0, r.stderr
+    assert "embedded engine" in r.stderr and "one query at a time" in r.stderr and "queries: 40" in r.stderr
+
+
+def _spawn(args: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "chbench", "load", *args], cwd=REPO, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_ctrl_c_prints_the_final_report_and_keeps_the_file(modern, tmp_path):
+    out = tmp_path / "c.json"
+    proc = _spawn(["--target", modern.http_url, "-q", "SELECT sleep(0.05)", "-c", "2", "-d", "0", "--out", str(out)])
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err and "Queries executed:" in err
+    doc = load(out)
+    assert doc["status"] == "interrupted" and doc["levels"][0]["total"]["queries"] >= 10
+
+
+@pytest.mark.parametrize("kind", ["native", "http"])
+def test_killed_server_ends_the_run_with_a_valid_report(tmp_path, kind):
+    server = ModernServer()
+    out = tmp_path / "k.json"
+    try:
+        target = ["--port", str(server.tcp_port)] if kind == "native" else ["--target", server.http_url]
+        proc = _spawn([*target, "-q", "SELECT sleep(0.05)", "-c", "2", "-d", "0", "--out", str(out),
+                       "--json", str(tmp_path / "k-cb.json")])
+        time.sleep(3)
+        server.kill()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        server.stop()
+    assert proc.returncode == 3, err
+    assert "Traceback" not in err and "stopped answering" in err and "Queries executed:" in err
+    doc = load(out)
+    assert doc["status"] == "server-lost" and doc["levels"][0]["total"]["queries"] >= 10
+    assert load(tmp_path / "k-cb.json")["statistics"]["num_queries"] >= 10
+
+
+def test_load_results_feed_compare(modern, tmp_path):
+    for name in ("a", "b"):
+        r = run_cli("load", "--target", modern.http_url, "-i", "300", "-d", "0",
+                    "--out", str(tmp_path / f"{name}.json"), stdin="SELECT count() FROM numbers(200000)\n")
+        assert r.code == 0, r.stderr
+    c = run_cli("compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--format", "json")
+    assert c.code in (0, 1), c.stderr
+    doc = c.json()
+    assert doc["queries"][0]["a"]["runs"] == 300 and doc["queries"][0]["verdict"]
+
+
+@pytest.mark.parametrize(
+    "args,stdin,needle",
+    [
+        (["-c", "0"], "SELECT 1\n", "must be a positive number"),
+        (["--confidence", "7"], "SELECT 1\n", "must be 0..5"),
+        (["--bogus-flag"], "SELECT 1\n", "unrecognized argument: --bogus-flag"),
+        (["-x"], "SELECT 1\n", "unrecognized argument: -x"),
+        (["--max_threads"], "SELECT 1\n", "needs a value"),
+        (["--poisson"], "SELECT 1\n", "--poisson needs --rate"),
+        (["--target", "http://127.0.0.1:1", "--stage", "fetch_columns"], "SELECT 1\n", "native protocol only"),
+        (["--port", "1"], "SELECT 1\n", "cannot connect"),
+        ([], "", "no queries"),
+        (["--queries", "/nonexistent.sql"], "", "query file not found"),
+        (["--workers", "2"], "SELECT 1\n", "needs a server target"),
+        (["-h", "a", "-h", "b", "-p", "1", "-p", "2", "-p", "3"], "SELECT 1\n", "give as many of each"),
+    ],
+)
+def test_bad_flags_one_line_exit_2(args, stdin, needle):
+    r = run_cli("load", *args, stdin=stdin)
+    assert_one_line_error(r)
+    assert needle in r.stderr, r.stderr
+
+
+def test_unknown_setting_is_refused_before_any_load(modern):
+    r = run_cli("load", "--port", str(modern.tcp_port), "--max_threadz=2", stdin="SELECT 1\n")
+    assert_one_line_error(r)
+    assert "unknown setting max_threadz" in r.stderr
+
+
+def test_live_view_on_a_terminal():
+    import io
+
+    from rich.console import Console
+
+    from chbench.load.config import LoadConfig
+    from chbench.load.engine import Host
+    from chbench.load.live import LiveDisplay
+    from chbench.load.recorder import Stats
+    from chbench.targets import Credentials
+    from chbench.workload.query import Query
+
+    cfg = LoadConfig(targets=["embedded"], credentials=Credentials(), queries=[Query("q", "SELECT 1")])
+    d = LiveDisplay(cfg, [Host("embedded", "embedded", "embedded", "embedded", "26.9", {})])
+    buf = io.StringIO()
+    d.console = Console(file=buf, force_terminal=True, width=120)
+    d.live = type(d.live)(console=d.console, auto_refresh=False, transient=False)
+    st = Stats()
+    for ms in (1.0, 2.0, 3.0, 40.0):
+        st.hist.record(ms)
+        st.queries += 1
+    st.errors = 2
+    d.level_started(1)
+    d.interval(1, {}, {0: st}, 2.0, {0: st}, 5.0)
+    d.level_finished()
+    text = buf.getvalue()
+    assert "QPS (last)" in text and "p99 ms (last)" in text and "2.0" in text and "40" in text
