@@ -235,7 +235,7 @@ def test_killed_server_ends_the_run_with_a_valid_report(tmp_path, kind):
     assert proc.returncode == 3, err
     assert "Traceback" not in err and "stopped answering" in err and "Queries executed:" in err
     doc = load(out)
-    assert doc["status"] == "server-lost" and doc["levels"][0]["total"]["queries"] >= 10
+    assert doc["status"] == "server_lost" and doc["levels"][0]["total"]["queries"] >= 10
     assert load(tmp_path / "k-cb.json")["statistics"]["num_queries"] >= 10
 
 

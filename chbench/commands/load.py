@@ -151,7 +151,7 @@ def level_document(cfg: LoadConfig, hosts: list[Host], res: LevelResult, final: 
 
 def _status(res: LevelResult) -> str:
     if res.fatal:
-        return "server-lost"
+        return "server_lost"
     if res.interrupted:
         return "interrupted"
     if res.failure:

@@ -186,8 +186,13 @@ def _send_query(conn: object, query: str, query_id: str, stage: int) -> None:
     write_binary_str(query_id or "", fout)
     revision = c.server_info.used_revision  # type: ignore[attr-defined]
     if revision >= defines.DBMS_MIN_REVISION_WITH_CLIENT_INFO:
-        info = ClientInfo(c.client_name, c.context, client_revision=c.client_revision)  # type: ignore[attr-defined]
-        info.query_kind = ClientInfo.QueryKind.INITIAL_QUERY
+        # built once per connection (it looks up the OS user and host name), timed per query
+        info = getattr(c, "_chbench_client_info", None)
+        if info is None:
+            info = ClientInfo(c.client_name, c.context, client_revision=c.client_revision)  # type: ignore[attr-defined]
+            info.query_kind = ClientInfo.QueryKind.INITIAL_QUERY
+            c._chbench_client_info = info  # type: ignore[attr-defined]
+        info.initial_query_start_time_microseconds = int(time.time() * 1_000_000)
         info.write(revision, fout)
     as_strings = revision >= defines.DBMS_MIN_REVISION_WITH_SETTINGS_SERIALIZED_AS_STRINGS
     flags = SettingsFlags.IMPORTANT if c.settings_is_important else 0  # type: ignore[attr-defined]
