@@ -306,3 +306,17 @@ def test_live_view_on_a_terminal():
     d.level_finished()
     text = buf.getvalue()
     assert "QPS (last)" in text and "p99 ms (last)" in text and "2.0" in text and "40" in text
+
+
+def test_roundrobin_spreads_without_comparing_and_cumulative_reports(modern, tmp_path):
+    r = run_cli("load", "--target", modern.http_url, "--port", str(modern.tcp_port), "--roundrobin", "-t", "2.2",
+                "-d", "1", "--cumulative", "--json", str(tmp_path / "rr.json"), stdin="SELECT 1\n")
+    assert r.code == 0, r.stderr
+    assert "(round robin)" in r.stderr and "t-test" not in r.stderr
+    doc = load(tmp_path / "rr.json")
+    assert set(doc) == {"statistics", "query_time_percentiles"}  # one combined report
+    executed = [int(n) for n in re.findall(r"Queries executed: (\d+)\.", r.stderr)]
+    assert len(executed) >= 3 and executed == sorted(executed)
+    # cumulative: every intermediate report counts the whole run so far
+    counts = [int(n) for n in re.findall(r"\(round robin\), queries: (\d+), QPS", r.stderr)]
+    assert counts == sorted(counts) and counts[-1] == doc["statistics"]["num_queries"]

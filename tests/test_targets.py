@@ -135,3 +135,18 @@ def test_tls_verifies_certificates(tls_server, scheme, tmp_path):
     refused = run_cli("run", "--target", url, "--query", "SELECT 1", "--out", str(tmp_path / "no.json"))
     assert_one_line_error(refused)  # a certificate from an unknown CA is refused by default
     assert "CERTIFICATE_VERIFY_FAILED" in refused.stderr
+
+
+@pytest.mark.parametrize("kind", ["native", "https"])
+def test_load_over_tls_verifies_certificates(tls_server, kind):
+    """chbench load's own connections (the lean HTTP path, the light native one) verify too."""
+    from tests.conftest import assert_one_line_error, run_cli
+
+    where = (["-h", "localhost", "--port", str(tls_server.tcp_secure_port), "-s"] if kind == "native"
+             else ["--target", f"https://localhost:{tls_server.https_port}"])
+    ok = run_cli("load", *where, "--ca-file", tls_server.ca_file, "-i", "20", "-c", "2", "-d", "0", stdin="SELECT 1\n")
+    assert ok.code == 0, ok.stderr
+    assert "queries: 20" in ok.stderr
+    refused = run_cli("load", *where, "-i", "5", stdin="SELECT 1\n")
+    assert_one_line_error(refused)
+    assert "CERTIFICATE_VERIFY_FAILED" in refused.stderr

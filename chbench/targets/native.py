@@ -3,7 +3,7 @@
 clickhouse-driver does the protocol (handshake, packets, blocks, TLS, compression);
 ``execute`` drives its ``Connection`` packet by packet instead of going through
 ``Client.execute``, which spends most of its time on conveniences a benchmark does not
-need. Measured here for ``SELECT 1`` on the 26.9 server (bench/load_bars.py):
+need. Measured here for ``SELECT 1`` on the 26.9 server while building it:
 ``Client.execute`` in a loop reached 0.75x clickhouse-benchmark's QPS at -c 1, this
 path with ``light=True`` 1.03x.
 
@@ -145,7 +145,7 @@ class NativeTarget(Target):
             raise ServerLost(f"{self.url}: server stopped answering ({self._message(e)})") from None
         except cherrors.Error as e:  # e.g. a result type the driver cannot decode: the stream is lost
             conn.disconnect()
-            raise QueryError(getattr(e, "code", None), f"client cannot read the result: {self._message(e)}") from None
+            raise QueryError(None, f"client cannot read the result: {self._message(e)}") from None
         s.client_ms = (time.perf_counter() - t0) * 1000.0
         s.result_rows = rows
         return s
