@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from datetime import datetime, timezone
 from typing import Any
 
@@ -13,12 +12,13 @@ from chbench.commands.connection import credentials
 from chbench.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER_LOST, UsageError
 from chbench.load.config import LATE_MS, LoadConfig
 from chbench.load.engine import Host, LevelResult, probe_hosts, run_level
-from chbench.load.live import _views, make_display
+from chbench.load.live import make_display
 from chbench.load.report import (
     benchmark_json,
     comparison,
     comparison_lines,
     error_lines,
+    host_views,
     knee,
     open_loop_lines,
     open_loop_summary,
@@ -76,13 +76,14 @@ def _fmt(given: str | None, default: str) -> str:
 def build_config(args: argparse.Namespace, settings: dict[str, str]) -> LoadConfig:
     if args.rate is None and args.poisson:
         raise UsageError("--poisson needs --rate QPS")
-    if args.workers > 1 and any(s == "embedded" or s.startswith("embedded:") for s in target_specs_cache(args)):
+    specs = target_specs(args)
+    if args.workers > 1 and any(s == "embedded" or s.startswith("embedded:") for s in specs):
         raise UsageError("--workers needs a server target: the embedded engine lives inside one process")
     creds = credentials(args)
     if not args.allow_writes:
         settings = {**settings, "readonly": settings.get("readonly", "2")}
     return LoadConfig(
-        targets=target_specs_cache(args),
+        targets=specs,
         credentials=creds,
         queries=read_load_queries(args),
         concurrency=args.concurrency,
@@ -109,15 +110,9 @@ def build_config(args: argparse.Namespace, settings: dict[str, str]) -> LoadConf
     )
 
 
-def target_specs_cache(args: argparse.Namespace) -> list[str]:
-    if not hasattr(args, "_specs"):
-        args._specs = target_specs(args)
-    return list(args._specs)
-
-
 # -- reports ----------------------------------------------------------------------------------
 def _views_of(cfg: LoadConfig, hosts: list[Host], res: LevelResult) -> list[Any]:
-    return _views(hosts, res.by_host(), cfg.roundrobin)
+    return host_views(hosts, res.by_host(), cfg.roundrobin)
 
 
 def level_document(cfg: LoadConfig, hosts: list[Host], res: LevelResult, final: bool = True) -> dict[str, Any]:
@@ -196,7 +191,6 @@ class Output:
 
     def __init__(self, path: str | None, cfg: LoadConfig, hosts: list[Host]) -> None:
         self.path = path
-        self.cfg = cfg
         self.doc: dict[str, Any] = {
             "schema": {"name": SCHEMA_NAME, "version": SCHEMA_VERSION},
             "kind": "load",
@@ -219,7 +213,6 @@ class Output:
             "levels": [],
             "sweep": None,
         }
-        self._last = 0.0
 
     def save(self, status: str | None = None, partial: dict[str, Any] | None = None) -> None:
         if not self.path:
@@ -230,7 +223,6 @@ class Output:
         doc["status"] = status or self.doc["status"]
         doc["meta"] = {**self.doc["meta"], "ended_at": _now()}
         write_atomic(self.path, doc)
-        self._last = time.monotonic()
 
 
 def _options(cfg: LoadConfig) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Protocol
 
-from chbench.errors import ConnectError, QueryError, UsageError
+from chbench.errors import ConnectError, UsageError
 from chbench.load.config import LoadConfig
 from chbench.load.recorder import Key, Stats, merge_all, merge_into
 from chbench.load.worker import STOP_GRACE_S, TICK_S, Core, process_main
@@ -57,12 +57,14 @@ class LevelResult:
         return s
 
 
-def _label(spec: str, kind: str, url: str) -> str:
+def _label(kind: str, url: str) -> str:
+    """How reports name a host: host:port for the native protocol (as
+    clickhouse-benchmark does), scheme://host:port for HTTP, the spec for embedded."""
     if kind == "embedded":
-        return spec
-    rest = url.split("://", 1)[-1]
-    rest = rest.split("@", 1)[-1]
-    return rest.split("/", 1)[0] if kind == "native" else url.split("@")[0].split("://")[0] + "://" + rest
+        return url
+    scheme, rest = url.split("://", 1)
+    address = rest.split("@", 1)[-1].split("/", 1)[0]
+    return address if kind == "native" else f"{scheme}://{address}"
 
 
 def probe_hosts(cfg: LoadConfig) -> list[Host]:
@@ -88,7 +90,7 @@ def probe_hosts(cfg: LoadConfig) -> list[Host]:
         if t.kind == "embedded":
             notes.append("embedded: the client threads share one in-process chDB session, which runs one query "
                          "at a time; -c N measures queueing on that session, not server concurrency")
-        hosts.append(Host(spec, t.url, _label(spec, t.kind, t.url), t.kind, info.version, settings, notes))
+        hosts.append(Host(spec, t.url, _label(t.kind, t.url), t.kind, info.version, settings, notes))
     labels = [h.label for h in hosts]
     for i, h in enumerate(hosts):  # the same server twice: keep the keys of the JSON apart
         if labels.count(h.label) > 1:
@@ -350,5 +352,3 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
         interrupted=interrupted,
     )
 
-
-__all__ = ["Host", "LevelResult", "probe_hosts", "run_level", "QueryError"]

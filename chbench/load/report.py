@@ -8,11 +8,14 @@ reads the number as a float reads both."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chbench.load.recorder import Stats
 from chbench.stats.compare import Options, SideData, compare_queries
 from chbench.stats.ttest import student_t
+
+if TYPE_CHECKING:
+    from chbench.load.engine import Host
 
 PERCENTILES = (0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.9, 99.99)
 MIB = 1024.0 * 1024.0
@@ -22,6 +25,14 @@ MIB = 1024.0 * 1024.0
 class HostView:
     label: str  # as clickhouse-benchmark names a connection: host:port
     stats: Stats
+
+
+def host_views(hosts: list[Host], by_host: dict[int, Stats], roundrobin: bool) -> list[HostView]:
+    """One report column per host; with --roundrobin one combined column."""
+    if roundrobin:
+        label = ", ".join(h.label for h in hosts) + " (round robin)"
+        return [HostView(label, by_host.get(0, Stats()))]
+    return [HostView(h.label, by_host.get(i, Stats())) for i, h in enumerate(hosts)]
 
 
 def _rate(n: float, seconds: float) -> float:

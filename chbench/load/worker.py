@@ -14,7 +14,6 @@ parent through a queue; see ``engine.py``."""
 from __future__ import annotations
 
 import contextlib
-import itertools
 import math
 import random
 import signal
@@ -62,7 +61,6 @@ class Core:
         self.failure: str | None = None  # a query failed and the run stops (exit 1)
         self.lanes: list[Lane] = []
         self._lock = threading.Lock()
-        self._counter = itertools.count()
         self._claimed = 0
         self._started = 0
         self._consecutive = 0
