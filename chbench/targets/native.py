@@ -15,15 +15,20 @@ time in progress packets, which load runs do not use.
 
 from __future__ import annotations
 
+import io
 import logging
 import time
+from typing import Any
 
 from clickhouse_driver import Client, defines
 from clickhouse_driver import errors as cherrors
+from clickhouse_driver.block import BlockInfo
 from clickhouse_driver.clientinfo import ClientInfo
+from clickhouse_driver.columns.service import read_column
 from clickhouse_driver.protocol import ClientPacketTypes, ServerPacketTypes
+from clickhouse_driver.reader import read_binary_str, read_binary_uint8
 from clickhouse_driver.settings.writer import SettingsFlags, write_settings
-from clickhouse_driver.varint import write_varint
+from clickhouse_driver.varint import read_varint, write_varint
 from clickhouse_driver.writer import write_binary_str
 
 from chbench.errors import ConnectError, QueryError, ServerLost
@@ -110,30 +115,8 @@ class NativeTarget(Target):
             if not conn.connected:
                 conn.connect()
             _send_query(conn, sql, query_id, self.stage)
-            conn.send_data(_EMPTY_BLOCK)  # no external tables
             s = Sample(query_id=query_id)
-            rows = 0
-            receive = conn.receive_packet
-            while True:
-                packet = receive()
-                kind = packet.type
-                if kind == ServerPacketTypes.DATA:
-                    if packet.block is not None:
-                        rows += packet.block.num_rows
-                elif kind == ServerPacketTypes.PROGRESS:
-                    p = packet.progress
-                    s.read_rows = (s.read_rows or 0) + p.rows
-                    s.read_bytes = (s.read_bytes or 0) + p.bytes
-                    if p.elapsed_ns:  # summed over packets, as clickhouse-driver does
-                        s.server_ms = (s.server_ms or 0.0) + p.elapsed_ns / 1e6
-                elif kind == ServerPacketTypes.PROFILE_INFO:
-                    if packet.profile_info.bytes:
-                        s.result_bytes = packet.profile_info.bytes
-                elif kind == ServerPacketTypes.END_OF_STREAM:
-                    break
-                elif kind == ServerPacketTypes.EXCEPTION:
-                    conn.is_query_executing = False
-                    raise packet.exception
+            rows = _receive_result(conn, s)
         except cherrors.ServerException as e:
             raise QueryError(e.code, self._message(e)) from None
         except cherrors.SocketTimeoutError:
@@ -167,13 +150,103 @@ class NativeTarget(Target):
             self._admin_client.disconnect()
 
 
-def _empty_block() -> object:
-    from clickhouse_driver.block import RowOrientedBlock
+_BLOCK_PACKETS = frozenset({
+    ServerPacketTypes.DATA, ServerPacketTypes.TOTALS, ServerPacketTypes.EXTREMES, ServerPacketTypes.LOG,
+    ServerPacketTypes.PROFILE_EVENTS, ServerPacketTypes.PART_UUIDS, ServerPacketTypes.READ_TASK_REQUEST,
+})
 
-    return RowOrientedBlock()
+
+def _read_block_rows(conn: Any, revision: int) -> int:
+    """A block's row count, its columns read and dropped (clickhouse-driver's
+    ``BlockInputStream.read`` without building a block object; compression is off)."""
+    fin = conn.fin
+    if revision >= defines.DBMS_MIN_REVISION_WITH_TEMPORARY_TABLES:
+        read_binary_str(fin)  # external table name
+    if revision >= defines.DBMS_MIN_REVISION_WITH_BLOCK_INFO:
+        BlockInfo().read(fin)
+    n_columns = read_varint(fin)
+    n_rows = read_varint(fin)
+    custom = revision >= defines.DBMS_MIN_REVISION_WITH_CUSTOM_SERIALIZATION
+    for _ in range(n_columns):
+        read_binary_str(fin)  # name
+        column_type = read_binary_str(fin)
+        has_custom = bool(read_binary_uint8(fin)) if custom else False
+        if n_rows:
+            read_column(conn.context, column_type, n_rows, fin, use_numpy=False, has_custom_serialization=has_custom)
+    return n_rows
 
 
-_EMPTY_BLOCK = _empty_block()
+def _receive_result(conn: Any, s: Sample) -> int:
+    """Finish a query: send the empty external-data block, then read packets until the
+    end of the stream, filling ``s``; returns the result rows."""
+    revision = conn.server_info.used_revision
+    empty = getattr(conn, "_chbench_empty_data", None)
+    if empty is None or empty[0] != revision:
+        buf = io.BytesIO()
+        write_varint(ClientPacketTypes.DATA, buf)
+        if revision >= defines.DBMS_MIN_REVISION_WITH_TEMPORARY_TABLES:
+            write_binary_str("", buf)
+        if revision >= defines.DBMS_MIN_REVISION_WITH_BLOCK_INFO:
+            BlockInfo().write(buf)
+        write_varint(0, buf)  # columns
+        write_varint(0, buf)  # rows
+        empty = conn._chbench_empty_data = (revision, buf.getvalue())
+    conn.fout.write(empty[1])
+    conn.fout.flush()
+    if conn.compression:  # not used by chbench; the driver's reader handles compressed blocks
+        return _receive_with_driver(conn, s)
+    fin = conn.fin
+    rows = 0
+    while True:
+        kind = read_varint(fin)
+        if kind in _BLOCK_PACKETS:
+            n = _read_block_rows(conn, revision)
+            if kind == ServerPacketTypes.DATA:
+                rows += n
+        elif kind == ServerPacketTypes.PROGRESS:
+            _add_progress(s, conn.receive_progress())
+        elif kind == ServerPacketTypes.PROFILE_INFO:
+            info = conn.receive_profile_info()
+            if info.bytes:
+                s.result_bytes = info.bytes
+        elif kind == ServerPacketTypes.END_OF_STREAM:
+            conn.is_query_executing = False
+            return rows
+        elif kind == ServerPacketTypes.EXCEPTION:
+            conn.is_query_executing = False
+            raise conn.receive_exception()
+        elif kind == ServerPacketTypes.TABLE_COLUMNS:
+            conn.receive_multistring_message(kind)
+        elif kind == ServerPacketTypes.TIMEZONE_UPDATE:
+            read_binary_str(fin)
+        else:
+            conn.disconnect()
+            raise cherrors.UnknownPacketFromServerError(f"unknown packet {kind} from the server")
+
+
+def _add_progress(s: Sample, p: Any) -> None:
+    s.read_rows = (s.read_rows or 0) + p.rows
+    s.read_bytes = (s.read_bytes or 0) + p.bytes
+    if p.elapsed_ns:  # summed over packets, as clickhouse-driver does
+        s.server_ms = (s.server_ms or 0.0) + p.elapsed_ns / 1e6
+
+
+def _receive_with_driver(conn: Any, s: Sample) -> int:
+    rows = 0
+    while True:
+        packet = conn.receive_packet()
+        kind = packet.type
+        if kind == ServerPacketTypes.DATA and packet.block is not None:
+            rows += packet.block.num_rows
+        elif kind == ServerPacketTypes.PROGRESS:
+            _add_progress(s, packet.progress)
+        elif kind == ServerPacketTypes.PROFILE_INFO and packet.profile_info.bytes:
+            s.result_bytes = packet.profile_info.bytes
+        elif kind == ServerPacketTypes.END_OF_STREAM:
+            return rows
+        elif kind == ServerPacketTypes.EXCEPTION:
+            conn.is_query_executing = False
+            raise packet.exception
 
 
 def _send_query(conn: object, query: str, query_id: str, stage: int) -> None:
