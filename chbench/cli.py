@@ -317,24 +317,20 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "load":
         load_args, settings = parse_load_args(argv[1:])
-        try:
+
+        def command() -> int:
             from chbench.commands.load import cmd_load
 
             return cmd_load(load_args, settings)
-        except ChbenchError as e:
-            sys.stderr.write(f"chbench: error: {e}\n")
-            return e.exit_code
-        except KeyboardInterrupt:
-            sys.stderr.write("chbench: interrupted\n")
-            return 130
-        except BrokenPipeError:
-            return 0
+
+        return _run_command(command)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()
         return EXIT_USAGE
-    try:
+
+    def chosen() -> int:
         if args.command == "run":
             from chbench.commands.run import cmd_run
 
@@ -342,6 +338,14 @@ def main(argv: list[str] | None = None) -> int:
         from chbench.commands.compare import cmd_compare
 
         return cmd_compare(args)
+
+    return _run_command(chosen)
+
+
+def _run_command(command: Callable[[], int]) -> int:
+    """Errors meant for people: one line and an exit code, never a traceback."""
+    try:
+        return command()
     except ChbenchError as e:
         sys.stderr.write(f"chbench: error: {e}\n")
         return e.exit_code

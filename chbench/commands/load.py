@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime, timezone
 from typing import Any
 
 from chbench.commands.connection import credentials
@@ -25,15 +24,11 @@ from chbench.load.report import (
     sweep_lines,
     text_report,
 )
-from chbench.results.store import SCHEMA_NAME, SCHEMA_VERSION, write_atomic
-from chbench.runner.environment import host_info, sanitized_argv, tool_info
+from chbench.results.store import write_atomic
+from chbench.runner.environment import document_header, now_iso
 from chbench.stats.ttest import CONFIDENCE_LEVELS
 from chbench.workload.query import Query
 from chbench.workload.sqlfile import parse_queries, read_queries
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def target_specs(args: argparse.Namespace) -> list[str]:
@@ -191,18 +186,9 @@ class Output:
 
     def __init__(self, path: str | None, cfg: LoadConfig, hosts: list[Host]) -> None:
         self.path = path
-        self.doc: dict[str, Any] = {
-            "schema": {"name": SCHEMA_NAME, "version": SCHEMA_VERSION},
-            "kind": "load",
-            "status": "running",
-            "meta": {
-                "tool": tool_info(),
-                "started_at": _now(),
-                "ended_at": None,
-                "host": host_info(),
-                "command": sanitized_argv(),
-                "options": _options(cfg),
-            },
+        self.doc: dict[str, Any] = document_header("load")
+        self.doc["meta"]["options"] = _options(cfg)
+        self.doc.update({
             "targets": [
                 {"id": chr(ord("A") + i) if i < 26 else f"T{i}", "url": h.url, "label": h.label, "kind": h.kind,
                  "server_version": h.version, "settings_sent": h.settings, "notes": h.notes}
@@ -212,7 +198,7 @@ class Output:
                         for i, q in enumerate(cfg.queries)],
             "levels": [],
             "sweep": None,
-        }
+        })
 
     def save(self, status: str | None = None, partial: dict[str, Any] | None = None) -> None:
         if not self.path:
@@ -221,7 +207,7 @@ class Output:
         if partial is not None:
             doc["levels"] = [*self.doc["levels"], partial]
         doc["status"] = status or self.doc["status"]
-        doc["meta"] = {**self.doc["meta"], "ended_at": _now()}
+        doc["meta"] = {**self.doc["meta"], "ended_at": now_iso()}
         write_atomic(self.path, doc)
 
 

@@ -6,6 +6,7 @@ import os
 import platform
 import socket
 import sys
+from datetime import datetime, timezone
 from typing import Any
 
 from chbench import __version__
@@ -53,3 +54,25 @@ def sanitized_argv(argv: list[str] | None = None) -> list[str]:
         else:
             out.append(a)
     return out
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def document_header(kind: str) -> dict[str, Any]:
+    """The start of every results file: schema, kind, status and the environment."""
+    from chbench.results.store import SCHEMA_NAME, SCHEMA_VERSION
+
+    return {
+        "schema": {"name": SCHEMA_NAME, "version": SCHEMA_VERSION},
+        "kind": kind,
+        "status": "running",
+        "meta": {
+            "tool": tool_info(),
+            "started_at": now_iso(),
+            "ended_at": None,
+            "host": host_info(),
+            "command": sanitized_argv(),
+        },
+    }

@@ -19,13 +19,12 @@ import math
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from chbench.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER_LOST, QueryError, ServerLost
 from chbench.plan import Plan, SidePlan
-from chbench.results.store import SCHEMA_NAME, SCHEMA_VERSION, write_atomic
-from chbench.runner.environment import host_info, sanitized_argv, tool_info
+from chbench.results.store import write_atomic
+from chbench.runner.environment import document_header, now_iso
 from chbench.runner.progress import Progress
 from chbench.stats.summary import relative_ci_halfwidth
 from chbench.targets import Sample, ServerInfo, Target
@@ -58,10 +57,6 @@ class RunOutcome:
     doc: dict[str, Any]
     exit_code: int
     message: str | None = None
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def settings_to_send(side: SidePlan, info: ServerInfo, plan: Plan) -> tuple[dict[str, str], list[str], list[str]]:
@@ -102,7 +97,7 @@ class Runner:
         now = time.monotonic()
         if not self.out or (not force and now - self.last_save < SAVE_EVERY_S):
             return
-        self.doc["meta"]["ended_at"] = _now()
+        self.doc["meta"]["ended_at"] = now_iso()
         write_atomic(self.out, self.doc)
         self.last_save = time.monotonic()
 
@@ -127,35 +122,24 @@ class Runner:
                     "notes": info.notes + notes,
                 }
             )
-        self.doc = {
-            "schema": {"name": SCHEMA_NAME, "version": SCHEMA_VERSION},
-            "kind": "run",
-            "status": "running",
-            "meta": {
-                "tool": tool_info(),
-                "started_at": _now(),
-                "ended_at": None,
-                "host": host_info(),
-                "command": sanitized_argv(),
-                "mode": "side-by-side" if plan.side_by_side else "single",
-                "options": {
-                    "warmup": plan.warmup,
-                    "iterations": plan.iterations,
-                    "adaptive": plan.iterations is None,
-                    "min_runs": plan.min_runs,
-                    "target_precision": plan.target_precision,
-                    "max_time_per_query": plan.max_time_per_query,
-                    "timeout": plan.timeout,
-                    "keep_format": plan.keep_format,
-                    "allow_writes": plan.allow_writes,
-                    "interleave": plan.interleave,
-                    "server_metrics": plan.server_metrics,
-                },
+        self.doc = document_header("run")
+        self.doc["meta"].update({
+            "mode": "side-by-side" if plan.side_by_side else "single",
+            "options": {
+                "warmup": plan.warmup,
+                "iterations": plan.iterations,
+                "adaptive": plan.iterations is None,
+                "min_runs": plan.min_runs,
+                "target_precision": plan.target_precision,
+                "max_time_per_query": plan.max_time_per_query,
+                "timeout": plan.timeout,
+                "keep_format": plan.keep_format,
+                "allow_writes": plan.allow_writes,
+                "interleave": plan.interleave,
+                "server_metrics": plan.server_metrics,
             },
-            "targets": targets,
-            "queries": [],
-            "calibration": [],
-        }
+        })
+        self.doc.update({"targets": targets, "queries": [], "calibration": []})
 
     # -- execution -------------------------------------------------------------------------
     def _execute(self, side: SidePlan, sql_sent: str, round_no: int, warmup: bool) -> Sample:
