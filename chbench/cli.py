@@ -254,7 +254,8 @@ def build_parser() -> Parser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="commands:\n  run       measure a query suite on one or two targets\n"
                "  load      put load on a server: clickhouse-benchmark's flags, open loop, sweeps\n"
-               "  compare   compare two results files (or the two sides of one)\n\n"
+               "  compare   compare two results files (or the two sides of one)\n"
+               "  clickbench compare   score ClickBench results files\n\n"
                "quick start:\n  chbench run --out before.json && chbench run --out after.json && "
                "chbench compare before.json after.json",
     )
@@ -296,6 +297,18 @@ def build_parser() -> Parser:
     sub.add_parser("load", help="put load on a server (clickhouse-benchmark's flags)", add_help=False,
                    description="see 'chbench load --help'")
 
+    cb = sub.add_parser("clickbench", help="ClickBench results files: compare and score",
+                        description="ClickBench: compare and score results files (ClickBench's own format).")
+    cb_sub = cb.add_subparsers(dest="clickbench_command", metavar="COMMAND", parser_class=Parser)
+    cbc = cb_sub.add_parser("compare", help="compare ClickBench results files and compute the scores",
+                            description="Per-query cold and hot times and ClickBench's cold, hot and combined "
+                                        "scores (lower is better, 1.00 = the best entry compared).",
+                            epilog="example:\n  chbench clickbench compare result-a.json result-b.json --format json",
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    cbc.add_argument("files", nargs="+", metavar="FILE", help="ClickBench results files (result: 43 x 3 seconds)")
+    cbc.add_argument("--format", choices=["console", "markdown", "json"], default="console")
+    cbc.add_argument("--output", metavar="FILE", help="write the report here instead of stdout")
+
     cmp_ = sub.add_parser("compare", help="compare results", epilog=COMPARE_EXAMPLES,
                           formatter_class=argparse.RawDescriptionHelpFormatter,
                           description="Compare two results files (or both sides of one side-by-side file).")
@@ -331,6 +344,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
 
     def chosen() -> int:
+        if args.command == "clickbench":
+            from chbench.commands.clickbench import cmd_clickbench
+
+            return cmd_clickbench(args)
         if args.command == "run":
             from chbench.commands.run import cmd_run
 

@@ -13,6 +13,32 @@ class Exporter(ABC):
     def comparison(self, doc: dict[str, Any]) -> str:
         """Render a comparison document."""
 
+    def clickbench(self, doc: dict[str, Any]) -> str:
+        """Render ClickBench scores (``chbench clickbench compare``)."""
+        raise UsageError(f"the {self.name} format cannot show ClickBench scores")
+
+
+def clickbench_rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]], list[list[str]]]:
+    """(entry labels, score rows, per-query rows) as text, shared by the text formats."""
+    labels = [f"{s['system']} ({s['machine']})" if s["machine"] else s["system"] for s in doc["scores"]]
+
+    def num(v: float | None, fmt: str) -> str:
+        return "-" if v is None else format(v, fmt)
+
+    scores = [[labels[i], num(s["cold"], ".2f"), num(s["hot"], ".2f"), num(s["combined"], ".2f"),
+               num(s["load_time"], ".0f"), num(None if s["data_size"] is None else s["data_size"] / 1e9, ".2f"),
+               str(s["failed_tries"])] for i, s in enumerate(doc["scores"])]
+    queries = []
+    for q in doc["queries"]:
+        row = [f"Q{q['query'] - 1}"]
+        for e in q["entries"]:
+            row += [num(e["cold_s"], ".3f"), num(e["hot_s"], ".3f") + f" (x{e['hot_ratio']:.2f})"]
+        queries.append(row)
+    return labels, scores, queries
+
+
+SCORE_HEADER = ["entry", "cold score", "hot score", "combined", "load s", "data GB", "failed tries"]
+
 
 def fmt_ratio(r: float | None) -> str:
     if r is None:

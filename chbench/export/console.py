@@ -8,7 +8,16 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from chbench.export.base import Exporter, fmt_ci, fmt_ms, fmt_ratio, notes_of, summary_lines
+from chbench.export.base import (
+    SCORE_HEADER,
+    Exporter,
+    clickbench_rows,
+    fmt_ci,
+    fmt_ms,
+    fmt_ratio,
+    notes_of,
+    summary_lines,
+)
 from chbench.stats.summary import median_ci
 
 STYLE = {"slower": "bold red", "faster": "bold green", "unstable": "yellow", "failed": "magenta"}
@@ -24,6 +33,26 @@ class ConsoleExporter(Exporter):
     def _console(self, buf: io.StringIO) -> Console:
         tty = sys.stdout.isatty() if self.color is None else self.color
         return Console(file=buf, force_terminal=tty, no_color=not tty, width=self.width or (None if tty else 140))
+
+    def clickbench(self, doc: dict[str, Any]) -> str:
+        buf = io.StringIO()
+        con = self._console(buf)
+        labels, scores, queries = clickbench_rows(doc)
+        t = Table(title="ClickBench scores (lower is better; 1.00 = the best of these entries)", title_justify="left")
+        for col in SCORE_HEADER:
+            t.add_column(col, justify="left" if col == "entry" else "right")
+        for row in scores:
+            t.add_row(*row)
+        con.print(t)
+        q = Table(title="Per query: cold s, hot s (hot ratio to the best)", title_justify="left")
+        q.add_column("query")
+        for label in labels:
+            q.add_column(f"{label} cold", justify="right")
+            q.add_column(f"{label} hot", justify="right")
+        for row in queries:
+            q.add_row(*row)
+        con.print(q)
+        return buf.getvalue()
 
     def comparison(self, doc: dict[str, Any]) -> str:
         buf = io.StringIO()

@@ -11,3 +11,6 @@ class JsonExporter(Exporter):
 
     def comparison(self, doc: dict[str, Any]) -> str:
         return json.dumps(doc, indent=2)
+
+    def clickbench(self, doc: dict[str, Any]) -> str:
+        return json.dumps(doc, indent=2) + "\n"
