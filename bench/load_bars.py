@@ -12,6 +12,8 @@ Parts:
   latency  ~50 ms queries at -c 1 — SELECT sleep(0.05), and a calibrated computation —
            p50 and p90 of both tools over the native protocol, alternating, with each
            tool's server-side durations from query_log beside them (bar: within 5%)
+  aa       comparison mode A/A: the same server twice (SELECT 1, -i 1500), AA_RUNS times;
+           how often the t-test proves a difference and the rank verdict says slower/faster
   rss      chbench load -c 8 for RSS_SECONDS: resident memory sampled every 5 s; growth
            after the first minute (bar: < 20 MB)
 
@@ -142,6 +144,24 @@ def latency(server: ModernServer, res: dict, iterations: int, rounds: int) -> No
     print(json.dumps(res["latency_compute"]), flush=True)
 
 
+def aa(server: ModernServer, res: dict, runs: int) -> None:
+    proven, flagged, ratios = 0, 0, []
+    with tempfile.TemporaryDirectory() as d:
+        for i in range(runs):
+            out = Path(d) / f"aa-{i}.json"
+            p = subprocess.run([sys.executable, "-m", "chbench", "load", "--port", str(server.tcp_port), "--port",
+                                str(server.tcp_port), "-i", "1500", "-d", "0", "--quiet", "--out", str(out)],
+                               input="SELECT 1\n", capture_output=True, text=True, cwd=REPO)
+            if p.returncode != 0:
+                raise SystemExit(f"chbench load failed: {p.stderr.strip()}")
+            row = json.loads(out.read_text())["levels"][0]["comparison"][0]
+            proven += bool(row["t_test"]["proven"])
+            flagged += row["rank"]["verdict"] in ("slower", "faster")
+            ratios.append(round(row["rank"]["ratio"], 3))
+    res["aa"] = {"runs": runs, "t_test_proven": proven, "rank_flagged": flagged, "ratios": ratios}
+    print(json.dumps(res["aa"]), flush=True)
+
+
 def _rss_kb(pid: int) -> int:
     total = 0
     pids = [pid]
@@ -186,7 +206,8 @@ def rss(server: ModernServer, res: dict, seconds: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="qps,latency,rss")
+    ap.add_argument("--only", default="qps,latency,aa,rss")
+    ap.add_argument("--aa-runs", type=int, default=25)
     ap.add_argument("--seconds", type=float, default=5.0, help="qps: -t per measurement")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iterations", type=int, default=100, help="latency: queries per tool and round")
@@ -201,6 +222,8 @@ def main() -> None:
             qps(server, res, a.seconds, a.rounds)
         if "latency" in parts:
             latency(server, res, a.iterations, a.latency_rounds)
+        if "aa" in parts:
+            aa(server, res, a.aa_runs)
         if "rss" in parts:
             rss(server, res, a.rss_seconds)
     (OUT / "load_bars.json").write_text(json.dumps(res, indent=1))
@@ -217,6 +240,9 @@ def main() -> None:
                 print(f"| {what}, p{p}: chbench {v['chbench_ms']} ms vs clickhouse-benchmark "
                       f"{v['clickhouse_benchmark_ms']} ms (server side {srv['chbench']} vs "
                       f"{srv['clickhouse_benchmark']}) | {v['diff']:+.1%} | within 5% |")
+    if "aa" in res:
+        print(f"| A/A comparison mode (same server twice), {res['aa']['runs']} runs | t-test proven "
+              f"{res['aa']['t_test_proven']}, rank slower/faster {res['aa']['rank_flagged']} | (no bar; ideally ~0) |")
     if "rss" in res:
         print(f"| RSS growth after the first minute, -c 8 for {res['rss']['seconds']} s | "
               f"{res['rss']['growth_mb_after_60s']} MB | < 20 MB |")

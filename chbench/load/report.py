@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from chbench.load.recorder import Stats
 from chbench.stats.compare import Options, SideData, compare_queries
-from chbench.stats.ttest import student_t
+from chbench.stats.ttest import CONFIDENCE_LEVELS, student_t
 
 if TYPE_CHECKING:
     from chbench.load.engine import Host
@@ -114,10 +114,13 @@ def comparison(hosts: list[HostView], confidence: int) -> list[dict[str, Any]]:
         a = SideData(times=base.stats.hist.expand(5000))
         b = SideData(times=other.stats.hist.expand(5000))
         if a.times and b.times:
-            doc = compare_queries(["all queries"], {"all queries": a}, {"all queries": b}, Options(min_runs=5))
+            # the rank test at the t-test's confidence (99.5% by default): one comparison, one level
+            alpha = 1.0 - CONFIDENCE_LEVELS[confidence] / 100.0
+            doc = compare_queries(["all queries"], {"all queries": a}, {"all queries": b},
+                                  Options(min_runs=5, alpha=alpha))
             r = doc["queries"][0]
             row["rank"] = {"verdict": r["verdict"], "ratio": r["ratio"], "ci": r["ci"], "p_value": r["p_value"],
-                           "reasons": r.get("reasons") or []}
+                           "alpha": alpha, "reasons": r.get("reasons") or []}
         else:
             row["rank"] = None
         out.append(row)

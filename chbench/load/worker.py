@@ -196,6 +196,9 @@ class Core:
         return st
 
 
+ROTATE_EVERY = 25  # comparison mode: a fresh connection after this many queries (see _rotate)
+
+
 class Lane(threading.Thread):
     """One connection (to each host) and the loop that drives it."""
 
@@ -215,6 +218,18 @@ class Lane(threading.Thread):
             self.core.lost(f"internal error in a load connection: {type(e).__name__}: {e}")
         finally:
             self.core.lane_exit()
+
+    def _rotate(self, target: Target) -> None:
+        """Comparison mode: replace the connection, outside any timing.
+
+        Two connections to the *same* server differ by a few percent for their whole
+        life (which server thread and core serves them): with one connection per host,
+        the same server twice was called different by the t-test in 3 of 25 A/A runs
+        here. Fresh connections every 25 queries spread that effect over both sides
+        (0 of 25). The new connection is opened and primed with an unrecorded SELECT 1."""
+        target.reconnect()
+        with contextlib.suppress(QueryError, ServerLost):  # a real failure shows on the next query
+            target.execute("SELECT 1", {}, "", 30.0)
 
     def _loop(self) -> None:
         core, cfg = self.core, self.core.cfg
@@ -263,9 +278,12 @@ class Lane(threading.Thread):
             rec.ok(key, latency, service, s.read_rows, s.read_bytes, s.result_rows, s.result_bytes)
             core.succeeded()
             done += 1
-            if cfg.reconnect and done % cfg.reconnect == 0:
-                for t in self.targets:
-                    t.reconnect()
+            if cfg.reconnect:
+                if done % cfg.reconnect == 0:
+                    for t in self.targets:
+                        t.reconnect()  # clickhouse-benchmark's --reconnect: the next query connects
+            elif n_hosts > 1 and done % ROTATE_EVERY == 0:
+                self._rotate(target)
 
 
 def process_main(cfg: LoadConfig, settings: list[dict[str, str]], worker: int, queue: Any, go: Any,
