@@ -309,13 +309,14 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
                 now = time.monotonic()
                 if now - last >= period or done:
                     seconds = now - last
+                    interval_by_host = merge_all(interval, "host")  # merged once: the row sums the hosts
                     ist = Stats()
-                    for part_stats in interval.values():
-                        ist.merge(part_stats)
+                    for host_stats in interval_by_host.values():
+                        ist.merge(host_stats)
                     if ist.queries or ist.errors or not done:
                         timeline.append(timeline_row(now - t0, seconds, ist))
-                        cum = merge_all(totals, "host")
-                        display.interval(level, timeline[-1], merge_all(interval, "host"), seconds, cum, now - t0)
+                        display.interval(level, timeline[-1], interval_by_host, seconds, merge_all(totals, "host"),
+                                         now - t0)
                     interval = {}
                     last = now
                 if checkpoint is not None and now - last_checkpoint >= CHECKPOINT_S and not done:
