@@ -74,6 +74,10 @@ def load_entry(path: str) -> Entry:
         doc = json.loads(p.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise UsageError(f"{path}: not a ClickBench results file (not JSON)") from None
+    if isinstance(doc, dict) and doc.get("kind") == "clickbench" and "schema" in doc:  # our full results file
+        if not isinstance(doc.get("clickbench"), dict):
+            raise UsageError(f"{path}: this chbench clickbench run did not finish (status {doc.get('status')!r})")
+        doc = doc["clickbench"]
     if not isinstance(doc, dict) or not isinstance(doc.get("result"), list):
         raise UsageError(f"{path}: not a ClickBench results file (no 'result' list of 43 x 3 times)")
     rows = doc["result"]

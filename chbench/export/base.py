@@ -17,6 +17,10 @@ class Exporter(ABC):
         """Render ClickBench scores (``chbench clickbench compare``)."""
         raise UsageError(f"the {self.name} format cannot show ClickBench scores")
 
+    def clickbench_run(self, doc: dict[str, Any]) -> str:
+        """Render a ``chbench clickbench run`` results document."""
+        raise UsageError(f"the {self.name} format cannot show a ClickBench run")
+
 
 def clickbench_rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]], list[list[str]]]:
     """(entry labels, score rows, per-query rows) as text, shared by the text formats."""

@@ -32,6 +32,54 @@ class MarkdownExporter(Exporter):
                    "entry's slowest query), geometric mean; combined = load 10%, size 10%, cold 20%, hot 60%.")
         return "\n".join(out) + "\n"
 
+    def clickbench_run(self, doc: dict[str, Any]) -> str:
+        """The report of ``chbench clickbench run``."""
+        t, tb = doc.get("target") or {}, doc.get("table") or {}
+        load = doc.get("load") or {}
+        out = [f"## ClickBench on {t.get('url', '?')} (ClickHouse {(doc.get('server') or {}).get('version')})", ""]
+        out.append(f"- table: {tb.get('rows', 0):,} rows, {tb.get('data_size', 0) / 1e6:,.1f} MB on disk"
+                   + (f"; loaded from {load.get('source')} in {load.get('seconds', 0):.1f} s" if load else ""))
+        cold = doc.get("cold")
+        if cold:
+            out.append(f"- cold try: dropped {', '.join(s.replace('SYSTEM DROP ', '') for s in cold['dropped'])}"
+                       + ("; OS page cache too" if cold.get("os_page_cache") else "; not the OS page cache"))
+        else:
+            out.append("- no cold try (--no-cold): every try is hot")
+        out.append(f"- status: {doc.get('status')}; tries per query: {doc.get('tries')}")
+        out += ["", "| query | " + " | ".join(f"try {i + 1} s" for i in range(int(doc.get("tries") or 3)))
+                + " | rows | checksum | mode | notes |",
+                "|---" + "|---:" * int(doc.get("tries") or 3) + "|---:|---|---|---|"]
+        for q in doc.get("queries", []):
+            tries = ["null" if tr["seconds"] is None else f"{tr['seconds']:.3f}" for tr in q["tries"]]
+            err = next((tr["error"]["message"] for tr in q["tries"] if tr.get("error")), "")
+            notes = "; ".join(x for x in (q.get("flag") or "", err[:120].replace("|", "\\|")) if x)
+            rows = "-" if q["rows"] is None else str(q["rows"])
+            out.append(f"| Q{q['index'] - 1} | " + " | ".join(tries) + f" | {rows} | `{q['checksum'] or '-'}` | "
+                       f"{q['mode']} | {notes} |")
+        ref = doc.get("reference")
+        if ref:
+            counted = [d for d in ref["differences"] if d["counted"]]
+            out += ["", f"### Checksums against {ref['file']}", ""]
+            if not ref["differences"]:
+                out.append("Every checksum matches.")
+            for d in ref["differences"]:
+                kind = "**correctness regression**" if d["counted"] else "listed (order-sensitive)"
+                out.append(f"- Q{d['index'] - 1}: {d['what']} — {kind}: here {d['here']}, reference {d['reference']}")
+            out.append("")
+            out.append(f"{len(counted)} counted difference(s).")
+        conc = doc.get("concurrent")
+        if conc:
+            out += ["", f"### Concurrent: {conc['qps']:.3f} QPS, error ratio {conc['error_ratio']:.3f} "
+                    f"over {conc['seconds']:.1f} s", "", "| query | ok | errors | p50 ms | p90 ms | p99 ms |",
+                    "|---|---:|---:|---:|---:|---:|"]
+            for q in conc["per_query"]:
+                cells = ["-" if q[k] is None else f"{q[k]:.1f}" for k in ("p50", "p90", "p99")]
+                out.append(f"| Q{q['query'] - 1} | {q['ok']} | {q['errors']} | " + " | ".join(cells) + " |")
+        out += ["", "Checksums: order-independent over rows, floats to 9 significant digits; *ties* mode ignores "
+                "which of the rows tied at a LIMIT edge were returned; *order-sensitive* queries (LIMIT without a "
+                "visible total order) are listed, not failed. See docs/clickbench.md."]
+        return "\n".join(out) + "\n"
+
     def comparison(self, doc: dict[str, Any]) -> str:
         out = [f"## chbench compare: {doc.get('a_label', 'A')} → {doc.get('b_label', 'B')}", ""]
         out += ["| query | verdict | A median ms | B median ms | change | 95% CI | p (adj.) | notes |",

@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from chbench.clickbench.checksum import Result
 from chbench.errors import QueryError
 
 # ProfileEvents fetched from system.query_log by --server-metrics.
@@ -91,6 +92,11 @@ class Target(ABC):
 
         A query the server rejects raises QueryError; a server that no longer
         answers raises ServerLost."""
+
+    def fetch(self, sql: str, settings: dict[str, str], query_id: str, timeout: float | None) -> tuple[Sample, Result]:
+        """Like ``execute``, and also return the result itself (names, types and rows as
+        canonical text) — for result checks (``clickbench run``). Timed the same way."""
+        raise NotImplementedError(f"{self.kind} target cannot return results")
 
     def query_rows(self, sql: str) -> list[list[str]]:
         """Run an administrative query and return its rows as text (TSV-decoded)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from chbench.clickbench.checksum import Result, parse_tsv_with_types
 from chbench.errors import ConnectError, QueryError
 from chbench.targets.base import Sample, ServerInfo, Target, first_line, parse_exception_code
 
@@ -57,6 +58,9 @@ class EmbeddedTarget(Target):
             return r
         return bytes(r.bytes()).decode("utf-8", "replace")
 
+    def command(self, sql: str) -> None:
+        self._raw(sql)
+
     def query_rows(self, sql: str) -> list[list[str]]:
         text = self._raw(sql + "\nFORMAT TabSeparated")
         return [line.split("\t") for line in text.splitlines()]
@@ -79,11 +83,11 @@ class EmbeddedTarget(Target):
             if name not in settings and self._applied[name] == self._defaults.get(name):
                 del self._applied[name]
 
-    def execute(self, sql: str, settings: dict[str, str], query_id: str, timeout: float | None) -> Sample:
+    def _timed(self, sql: str, settings: dict[str, str], query_id: str, fmt: str) -> tuple[Sample, Any]:
         self._apply(settings)
         t0 = time.perf_counter()
         try:
-            r = self._conn.query(sql, "TabSeparated")
+            r = self._conn.query(sql, fmt)
         except Exception as e:  # noqa: BLE001
             text = str(e)
             raise QueryError(parse_exception_code(text), first_line(text)) from None
@@ -95,7 +99,15 @@ class EmbeddedTarget(Target):
             s.read_bytes = int(r.storage_bytes_read())
             s.result_rows = int(r.rows_read())
             s.result_bytes = int(r.bytes_read())
-        return s
+        return s, r
+
+    def execute(self, sql: str, settings: dict[str, str], query_id: str, timeout: float | None) -> Sample:
+        return self._timed(sql, settings, query_id, "TabSeparated")[0]
+
+    def fetch(self, sql: str, settings: dict[str, str], query_id: str, timeout: float | None) -> tuple[Sample, Result]:
+        s, r = self._timed(sql, settings, query_id, "TabSeparatedWithNamesAndTypes")
+        text = r if isinstance(r, str) else bytes(r.bytes()).decode("utf-8", "replace")
+        return s, parse_tsv_with_types(text)
 
     def kill_query(self, query_id: str) -> None:
         """In-process queries are bounded by max_execution_time instead."""

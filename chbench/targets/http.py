@@ -22,9 +22,11 @@ import json
 import socket
 import ssl
 import time
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlencode
 
+from chbench.clickbench.checksum import Result, parse_tsv_with_types
 from chbench.errors import ConnectError, QueryError, ServerLost
 from chbench.targets.base import AUTH_CODES, Sample, ServerInfo, Target, first_line, parse_exception_code
 
@@ -159,6 +161,13 @@ class HttpTarget(Target):
         return self.probe(text.strip())
 
     def execute(self, sql: str, settings: dict[str, str], query_id: str, timeout: float | None) -> Sample:
+        return self._timed(sql, settings, query_id, timeout)[0]
+
+    def fetch(self, sql: str, settings: dict[str, str], query_id: str, timeout: float | None) -> tuple[Sample, Result]:
+        s, data = self._timed(sql, {**settings, "default_format": "TabSeparatedWithNamesAndTypes"}, query_id, timeout)
+        return s, parse_tsv_with_types(data.decode("utf-8", "replace"))
+
+    def _timed(self, sql: str, settings: dict[str, str], query_id: str, timeout: float | None) -> tuple[Sample, bytes]:
         params = {"query_id": query_id, **settings}
         read_timeout = None if timeout is None else timeout + 5.0
         path, body = self._request(sql, params)
@@ -191,7 +200,43 @@ class HttpTarget(Target):
             s.memory_bytes = _int(j.get("memory_usage"))
             if j.get("result_bytes") not in (None, "0"):
                 s.result_bytes = _int(j.get("result_bytes"))
-        return s
+        return s, data
+
+    def insert_stream(self, sql: str, body: Iterable[bytes], encoding: str | None = None,
+                      params: dict[str, str] | None = None) -> int | None:
+        """Stream ``body`` (chunked) as the data of an INSERT: the server parses it, and
+        decompresses it when ``encoding`` (a Content-Encoding) is given. Returns the
+        server's ``written_rows``. One request on a connection of its own."""
+        query = {"query": sql, **(params or {})}
+        if self.database:
+            query["database"] = self.database
+        headers = {k: v for k, v in self._headers.items() if k != "Connection"}
+        if encoding:
+            headers["Content-Encoding"] = encoding
+        if self._ssl is not None:
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+                self.host, self.port, timeout=CONNECT_TIMEOUT, context=self._ssl)
+        else:
+            conn = http.client.HTTPConnection(self.host, self.port, timeout=CONNECT_TIMEOUT)
+        try:
+            conn.connect()
+            assert conn.sock is not None
+            conn.sock.settimeout(None)
+            conn.request("POST", "/?" + urlencode(query), body=body, headers=headers, encode_chunked=True)
+            r = conn.getresponse()
+            data = r.read()
+        except (OSError, http.client.HTTPException) as e:
+            raise ServerLost(f"{self.url}: server stopped answering ({_reason(e)})") from None
+        finally:
+            conn.close()
+        if r.status != 200:
+            text = data.decode("utf-8", "replace")
+            code = r.headers.get("X-ClickHouse-Exception-Code")
+            raise QueryError(int(code) if code else parse_exception_code(text), first_line(text))
+        try:
+            return _int(json.loads(r.headers.get("X-ClickHouse-Summary") or "{}").get("written_rows"))
+        except ValueError:
+            return None
 
     def close(self) -> None:
         self._drop()

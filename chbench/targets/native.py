@@ -15,6 +15,7 @@ time in progress packets, which load runs do not use.
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import logging
 import time
@@ -31,6 +32,7 @@ from clickhouse_driver.settings.writer import SettingsFlags, write_settings
 from clickhouse_driver.varint import read_varint, write_varint
 from clickhouse_driver.writer import write_binary_str
 
+from chbench.clickbench.checksum import Result
 from chbench.errors import ConnectError, QueryError, ServerLost
 from chbench.targets.base import AUTH_CODES, Sample, ServerInfo, Target, first_line
 
@@ -132,6 +134,36 @@ class NativeTarget(Target):
         s.client_ms = (time.perf_counter() - t0) * 1000.0
         s.result_rows = rows
         return s
+
+    def fetch(self, sql: str, settings: dict[str, str], query_id: str, timeout: float | None) -> tuple[Sample, Result]:
+        """Through clickhouse-driver's ``Client.execute`` (typed rows, decoded into text)."""
+        conn = self._client.connection
+        conn.send_receive_timeout = (timeout + 5.0) if timeout else 3600
+        t0 = time.perf_counter()
+        try:
+            rows, columns = self._client.execute(sql, settings=settings, query_id=query_id, with_column_types=True)
+        except cherrors.ServerException as e:
+            raise QueryError(e.code, self._message(e)) from None
+        except cherrors.SocketTimeoutError:
+            conn.disconnect()
+            self.kill_query(query_id)
+            raise QueryError(159, f"client timeout: no answer within {timeout:.0f} s (query killed)") from None
+        except _NETWORK_ERRORS as e:
+            conn.disconnect()
+            raise ServerLost(f"{self.url}: server stopped answering ({self._message(e)})") from None
+        except cherrors.Error as e:
+            conn.disconnect()
+            raise QueryError(None, f"client cannot read the result: {self._message(e)}") from None
+        s = Sample(query_id=query_id, client_ms=(time.perf_counter() - t0) * 1000.0, result_rows=len(rows))
+        progress = getattr(self._client.last_query, "progress", None)
+        if progress is not None:
+            s.read_rows, s.read_bytes = progress.rows, progress.bytes
+        elapsed = getattr(self._client.last_query, "elapsed", None)
+        if elapsed:
+            s.server_ms = float(elapsed) * 1000.0
+        names = [c[0] for c in columns]
+        types = [c[1] for c in columns]
+        return s, Result(names, types, [[_text(v) for v in row] for row in rows])
 
     def reconnect(self) -> None:
         self._client.connection.disconnect()
@@ -278,3 +310,20 @@ def _send_query(conn: object, query: str, query_id: str, stage: int) -> None:
     if revision >= defines.DBMS_MIN_PROTOCOL_VERSION_WITH_PARAMETERS:
         write_settings({}, fout, True, SettingsFlags.CUSTOM)
     fout.flush()
+
+
+def _text(v: Any) -> str:
+    """A value from clickhouse-driver as ClickHouse prints it in TSV (unescaped)."""
+    if v is None:
+        return "\\N"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, dt.datetime):
+        return v.strftime("%Y-%m-%d %H:%M:%S") + (f".{v.microsecond:06d}" if v.microsecond else "")
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "surrogateescape")
+    return str(v)

@@ -1,0 +1,145 @@
+"""Crash recovery under load: kill -9 a server in the middle of a synthetic load,
+restart it, check what survived, resume, and compare with an uninterrupted load.
+
+Only for a server chbench starts itself (the 26.9 server from the chDB wheel,
+``chbench/servers.py``): nobody else's server gets killed.
+
+Each batch is one ``INSERT … SELECT`` of rows ``start … start+count-1`` carrying an
+``insert_deduplication_token``; the table has a ``non_replicated_deduplication_window``.
+Synthetic rows have one distinct ``EventTime`` second each, in row order, so the rows
+of every batch can be counted after the crash: each batch must be complete or absent
+(none partial), every acknowledged batch complete (none lost), no batch twice (none
+duplicated). Then every batch is sent again with its token — the acknowledged ones and
+the one in flight when the server died (which may have been committed) must be
+deduplicated, the rest land — and the table must equal the uninterrupted load: same
+count, same ``sum(cityHash64(*))``.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from chbench.clickbench.loading import create_table, insert_batch, synthetic_batches, table_rows
+from chbench.clickbench.synthetic import JULY_2013_UTC, JULY_SECONDS
+from chbench.errors import ChbenchError, QueryError, ServerLost, UsageError
+from chbench.targets import Credentials, Target, make_target
+
+REFERENCE_TABLE = "hits_reference"
+TABLE = "hits"
+
+
+def table_checksum(target: Target, table: str) -> tuple[int, str]:
+    r = target.query_rows(f"SELECT count(), sum(cityHash64(*)) FROM {table}")[0]
+    return int(r[0]), f"{int(r[1]):016x}"
+
+
+def batch_counts(target: Target, table: str, total: int, batches: list[tuple[int, int]]) -> list[int]:
+    """Rows of each batch now in the table, told apart by their EventTime seconds."""
+    def ts(k: int) -> int:
+        return JULY_2013_UTC + (k * JULY_SECONDS) // total
+
+    parts = [f"countIf(toUInt32(EventTime) BETWEEN {ts(s)} AND {ts(s + c - 1)})" for s, c in batches]
+    return [int(v) for v in target.query_rows(f"SELECT {', '.join(parts)} FROM {table}")[0]]
+
+
+def _connect(url: str) -> Target:
+    t = make_target(url, Credentials())
+    t.connect()
+    return t
+
+
+def run_cycles(rows: int, cycles: int, seed: int, batch_rows: int,
+               log: Callable[[str], None], on_cycle: Callable[[dict[str, Any]], None] | None = None,
+               ) -> dict[str, Any]:
+    if rows > JULY_SECONDS:
+        raise UsageError(f"crash-test tells batches apart by their EventTime seconds: at most {JULY_SECONDS:,} rows")
+    from chbench.servers import ModernServer
+
+    batches = synthetic_batches(rows, batch_rows)
+    server = ModernServer()
+    try:
+        target = _connect(server.http_url)
+        log(f"server {target.info.version if target.info else '?'} started at {server.http_url}; "
+            f"uninterrupted reference load of {rows:,} rows")
+        create_table(target, replace=True, table=REFERENCE_TABLE)
+        t0 = time.perf_counter()
+        for s, c in batches:
+            insert_batch(target, seed, rows, s, c, REFERENCE_TABLE)
+        load_seconds = time.perf_counter() - t0
+        reference = table_checksum(target, REFERENCE_TABLE)
+        log(f"reference: {reference[0]:,} rows, checksum {reference[1]}, {load_seconds:.1f} s")
+        rng = random.Random(seed)
+        results: list[dict[str, Any]] = []
+        for cycle in range(1, cycles + 1):
+            target.command(f"DROP TABLE IF EXISTS {TABLE}")
+            create_table(target, replace=True, table=TABLE)
+            acked: list[int] = []
+            state: dict[str, Any] = {"inflight": None, "error": None}
+
+            def load(t: Target = target, acked: list[int] = acked, state: dict[str, Any] = state) -> None:
+                try:
+                    for b, (s, c) in enumerate(batches):
+                        state["inflight"] = b
+                        insert_batch(t, seed, rows, s, c, TABLE)
+                        acked.append(b)
+                        state["inflight"] = None
+                except (ServerLost, QueryError) as e:
+                    state["error"] = str(e)
+
+            kill_at = rng.uniform(0.15, 0.85) * load_seconds
+            loader = threading.Thread(target=load, daemon=True)
+            loader.start()
+            time.sleep(kill_at)
+            server.kill()
+            loader.join(60)
+            inflight = state["inflight"]
+            server.restart()
+            target.close()
+            target = _connect(server.http_url)
+            counts = batch_counts(target, TABLE, rows, batches)
+            problems = []
+            for b, ((_, c), n) in enumerate(zip(batches, counts, strict=True)):
+                if b in acked and n != c:
+                    problems.append(f"batch {b} acknowledged but holds {n} of {c} rows")
+                elif n not in (0, c):
+                    problems.append(f"batch {b} holds {n} rows, expected 0 or {c}")
+            committed_unacked = [b for b, ((_, c), n) in enumerate(zip(batches, counts, strict=True))
+                                 if n == c and b not in acked]
+            if any(b != inflight for b in committed_unacked):
+                problems.append(f"batches {committed_unacked} committed without being sent")
+            after_crash = table_rows(target, TABLE)
+            # resume: every batch again, with the same tokens — acknowledged ones and the one
+            # that may have been committed unacknowledged must be deduplicated, the rest land
+            for s, c in batches:
+                insert_batch(target, seed, rows, s, c, TABLE)
+            final = table_checksum(target, TABLE)
+            if final != reference:
+                problems.append(f"final table {final[0]:,} rows / {final[1]} differs from the uninterrupted "
+                                f"load {reference[0]:,} / {reference[1]}")
+            result = {
+                "cycle": cycle, "killed_after_s": round(kill_at, 3), "acked_batches": len(acked),
+                "inflight_batch": inflight, "inflight_committed": inflight in committed_unacked,
+                "rows_after_restart": after_crash, "final_rows": final[0], "final_checksum": final[1],
+                "ok": not problems, "problems": problems,
+            }
+            results.append(result)
+            log(f"cycle {cycle}: killed after {kill_at:.1f} s with {len(acked)}/{len(batches)} batches acknowledged"
+                + (f", batch {inflight} in flight ({'committed' if result['inflight_committed'] else 'lost'})"
+                   if inflight is not None else "")
+                + f"; {after_crash:,} rows after restart; resumed to {final[0]:,} rows, checksum {final[1]}: "
+                + ("OK" if not problems else "; ".join(problems)))
+            if on_cycle:
+                on_cycle(result)
+        target.close()
+        return {"rows": rows, "batch_rows": batch_rows, "batches": len(batches), "seed": seed,
+                "server_version": target.info.version if target.info else None,
+                "reference": {"rows": reference[0], "checksum": reference[1], "load_seconds": load_seconds},
+                "cycles": results, "ok": all(r["ok"] for r in results)}
+    except ChbenchError:
+        raise
+    finally:
+        server.stop()

@@ -1,0 +1,217 @@
+"""Stress on a server: ClickBench's concurrent QPS test, and the same query workers
+while a background writer streams rows into another table.
+
+Concurrent test: ``N`` connections, each cycling through its own seeded permutation
+of the 43 queries until the time is up. QPS counts successful queries per second of
+wall time; the error ratio is failed / started; latencies are kept raw, per query.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from chbench.clickbench.runner import statement
+from chbench.clickbench.synthetic import select_sql
+from chbench.errors import QueryError, ServerLost, UsageError
+from chbench.targets import Target
+
+INGEST_TABLE = "hits_ingest"
+INGEST_BATCH_ROWS = 20_000
+
+
+@dataclass
+class Phase:
+    name: str
+    seconds: float = 0.0
+    latencies: dict[int, list[float]] = field(default_factory=dict)  # query index -> ms
+    errors: dict[int, int] = field(default_factory=dict)
+    error_messages: dict[int, str] = field(default_factory=dict)  # one per query
+    lost: str | None = None
+
+    @property
+    def ok(self) -> int:
+        return sum(len(v) for v in self.latencies.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(self.errors.values())
+
+    @property
+    def qps(self) -> float:
+        return self.ok / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def error_ratio(self) -> float:
+        started = self.ok + self.failed
+        return self.failed / started if started else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        per_query = []
+        for q in sorted(set(self.latencies) | set(self.errors)):
+            lat = self.latencies.get(q, [])
+            pct = dict(zip(("p50", "p90", "p99"), np.percentile(lat, [50, 90, 99]).tolist(), strict=True)) \
+                if lat else {"p50": None, "p90": None, "p99": None}
+            per_query.append({"query": q, "ok": len(lat), "errors": self.errors.get(q, 0), **pct,
+                              "error": self.error_messages.get(q), "latencies_ms": lat})
+        return {"phase": self.name, "seconds": self.seconds, "queries_ok": self.ok, "queries_failed": self.failed,
+                "qps": self.qps, "error_ratio": self.error_ratio, "lost": self.lost, "per_query": per_query}
+
+
+def _worker(make: Callable[[], Target], queries: list[str], seed: int, deadline: float, phase: Phase,
+            lock: threading.Lock, timeout: float | None, stop: threading.Event) -> None:
+    order = list(range(len(queries)))
+    random.Random(seed).shuffle(order)
+    target = make()
+    try:
+        target.connect()
+        settings = {"max_execution_time": str(int(timeout))} if timeout else {}
+        i = 0
+        while not stop.is_set() and time.monotonic() < deadline:
+            q = order[i % len(order)]
+            i += 1
+            t0 = time.perf_counter()
+            try:
+                target.execute(statement(queries[q]), settings, f"chbench-cbstress-{seed}-{i}", timeout)
+            except QueryError as e:
+                with lock:
+                    phase.errors[q + 1] = phase.errors.get(q + 1, 0) + 1
+                    phase.error_messages.setdefault(q + 1, e.message)
+                continue
+            ms = (time.perf_counter() - t0) * 1000.0
+            if time.monotonic() > deadline + (timeout or 0):
+                break
+            with lock:
+                phase.latencies.setdefault(q + 1, []).append(ms)
+    except (ServerLost, Exception) as e:  # noqa: BLE001 - reported in the phase, the run stops
+        with lock:
+            phase.lost = phase.lost or str(e)
+        stop.set()
+    finally:
+        target.close()
+
+
+def concurrent(make: Callable[[], Target], queries: list[str], n: int, duration: float, seed: int,
+               name: str = "concurrent", timeout: float | None = None) -> Phase:
+    """``n`` connections for ``duration`` seconds. Ctrl-C ends the phase early."""
+    phase = Phase(name)
+    lock = threading.Lock()
+    stop = threading.Event()
+    t0 = time.monotonic()
+    deadline = t0 + duration
+    threads = [threading.Thread(target=_worker, args=(make, queries, seed * 1000 + w, deadline, phase, lock, timeout,
+                                                      stop), daemon=True) for w in range(n)]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2)
+    except KeyboardInterrupt:
+        stop.set()
+        for t in threads:
+            t.join(30)
+        phase.seconds = time.monotonic() - t0
+        raise
+    phase.seconds = min(time.monotonic(), deadline) - t0
+    return phase
+
+
+@dataclass
+class IngestResult:
+    rows: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+    method: str = ""
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rows": self.rows, "batches": self.batches, "seconds": self.seconds,
+                "rows_per_s": self.rows / self.seconds if self.seconds else 0.0, "method": self.method,
+                "error": self.error}
+
+
+class Writer(threading.Thread):
+    """Streams batches of synthetic rows into ``hits_ingest`` until stopped.
+
+    Over HTTP the rows travel: one batch is made once (``FORMAT Native`` from the
+    engine's generator) and POSTed again and again for the server to parse. Over the
+    native protocol the batch is made by the server (``INSERT … SELECT``), as
+    clickhouse-driver would otherwise build rows in Python."""
+
+    def __init__(self, make: Callable[[], Target], seed: int) -> None:
+        super().__init__(daemon=True)
+        self.make, self.seed = make, seed
+        self.stop_event = threading.Event()
+        self.result = IngestResult()
+        self.target = make()
+        self.target.connect()
+        self.target.command(f"DROP TABLE IF EXISTS {INGEST_TABLE}")
+        self.target.command(f"CREATE TABLE {INGEST_TABLE} AS hits")
+        self.body: bytes | None = None
+        if self.target.kind == "http":
+            self.body = self.target._timed(  # type: ignore[attr-defined]
+                select_sql(seed, INGEST_BATCH_ROWS, 0, INGEST_BATCH_ROWS), {"default_format": "Native"},
+                "chbench-ingest-batch", None)[1]
+            self.result.method = f"HTTP POST of {INGEST_BATCH_ROWS:,}-row Native batches ({len(self.body):,} bytes)"
+        else:
+            self.result.method = f"INSERT … SELECT of {INGEST_BATCH_ROWS:,}-row batches generated by the server"
+
+    def run(self) -> None:
+        t0 = time.monotonic()
+        try:
+            while not self.stop_event.is_set():
+                if self.body is not None:
+                    self.target.insert_stream(f"INSERT INTO {INGEST_TABLE} FORMAT Native",  # type: ignore[attr-defined]
+                                              [self.body])
+                else:
+                    self.target.command(f"INSERT INTO {INGEST_TABLE} "
+                                        + select_sql(self.seed, INGEST_BATCH_ROWS, 0, INGEST_BATCH_ROWS))
+                self.result.rows += INGEST_BATCH_ROWS
+                self.result.batches += 1
+        except (QueryError, ServerLost) as e:
+            self.result.error = getattr(e, "message", None) or str(e)
+        finally:
+            self.result.seconds = time.monotonic() - t0
+
+    def finish(self) -> IngestResult:
+        self.stop_event.set()
+        self.join(120)
+        with contextlib.suppress(QueryError, ServerLost):
+            self.target.command(f"DROP TABLE IF EXISTS {INGEST_TABLE}")
+        self.target.close()
+        return self.result
+
+
+def mixed(make: Callable[[], Target], queries: list[str], n: int, duration: float, seed: int,
+          timeout: float | None = None) -> dict[str, Any]:
+    """The query workers alone, then with the writer: latency without and with ingest."""
+    base = concurrent(make, queries, n, duration, seed, "queries only", timeout)
+    writer = Writer(make, seed)
+    writer.start()
+    try:
+        loaded = concurrent(make, queries, n, duration, seed, "queries + ingest", timeout)
+    finally:
+        ingest = writer.finish()
+    rows = []
+    for q in range(1, len(queries) + 1):
+        a, b = base.latencies.get(q), loaded.latencies.get(q)
+        pa = float(np.median(a)) if a else None
+        pb = float(np.median(b)) if b else None
+        rows.append({"query": q, "p50_ms_without": pa, "p50_ms_with": pb,
+                     "ratio": (pb / pa) if pa and pb else None})
+    return {"without_ingest": base.to_json(), "with_ingest": loaded.to_json(), "ingest": ingest.to_json(),
+            "p50_by_query": rows}
+
+
+def require_server(target: Target, what: str) -> None:
+    if target.kind == "embedded":
+        raise UsageError(f"{what} needs a server target (http:// or clickhouse://): the embedded engine runs "
+                         "inside this process, one query at a time")

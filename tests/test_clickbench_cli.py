@@ -1,0 +1,345 @@
+"""``chbench clickbench load/run/stress/crash-test`` end to end, on real engines: the
+embedded engine with a persistent path, the 26.9 server (HTTP and native) and the
+18.16 server."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from chbench.clickbench import queries
+from chbench.clickbench.checksum import Result, analyse, checksum, mode, parse_tsv_with_types
+from chbench.clickbench.crash import table_checksum
+from chbench.targets import Credentials, make_target
+from tests.conftest import REPO, assert_one_line_error, load, run_cli
+from tests.engines import ModernServer
+
+ROWS = 300_000
+SHARED_RESULT = Path("/work/shared/clickbench/result-clickhouse-c8g.4xlarge-20260822.json")
+
+
+def _admin(url: str):
+    t = make_target(url, Credentials())
+    t.connect()
+    return t
+
+
+def _database(modern, name: str) -> str:
+    t = _admin(modern.http_url)
+    t.command(f"DROP DATABASE IF EXISTS {name}")
+    t.command(f"CREATE DATABASE {name}")
+    t.close()
+    return name
+
+
+# -- checksums (no engine) --------------------------------------------------------------
+
+def test_modes_of_the_43_queries():
+    modes = []
+    for sql in queries():
+        shape = analyse(sql)
+        names = [a or e for e, a in shape.select]
+        if sql.startswith("SELECT * FROM hits WHERE URL LIKE"):
+            names = ["WatchID", "Title", "EventTime"]
+        modes.append(mode(shape, names))
+    # ClickBench numbering (Q0..Q42): LIMIT without ORDER BY (Q17) and ORDER BY a column the
+    # result does not show (Q24) are order-sensitive; no LIMIT, or a deciding sort, is "set"
+    assert [i for i, m in enumerate(modes) if m == "order-sensitive"] == [17, 24]
+    assert [i for i, m in enumerate(modes) if m == "set"] == [0, 1, 2, 3, 4, 5, 6, 7, 19, 20, 25, 26, 29]
+    assert analyse(queries()[41]).offset == 10000 and analyse(queries()[41]).limit == 10
+
+
+def test_ties_mode_ignores_which_tied_rows_were_returned():
+    shape = analyse("SELECT RegionID, COUNT(*) AS c FROM hits GROUP BY RegionID ORDER BY c DESC LIMIT 3")
+    types = ["Int32", "UInt64"]
+    a = Result(["RegionID", "c"], types, [["1", "50"], ["2", "40"], ["3", "30"]])
+    b = Result(["RegionID", "c"], types, [["1", "50"], ["2", "40"], ["9", "30"]])  # another row tied at 30
+    c = Result(["RegionID", "c"], types, [["1", "50"], ["7", "40"], ["3", "30"]])  # a real difference
+    d = Result(["RegionID", "c"], types, [["2", "40"], ["1", "50"], ["3", "30"]])  # order only
+    assert checksum(a, shape) == checksum(b, shape) == checksum(d, shape)
+    assert checksum(a, shape)["checksum"] != checksum(c, shape)["checksum"]
+    assert checksum(a, shape)["mode"] == "ties"
+
+
+def test_floats_fold_and_duplicates_count():
+    shape = analyse("SELECT avg(x) FROM t")
+    one = checksum(Result(["a"], ["Float64"], [["1.0000000000001"]]), shape)
+    two = checksum(Result(["a"], ["Float64"], [["0.99999999999999"]]), shape)
+    assert one == two
+    dup = checksum(Result(["a"], ["String"], [["x"], ["x"]]), analyse("SELECT a FROM t"))
+    single = checksum(Result(["a"], ["String"], [["x"]]), analyse("SELECT a FROM t"))
+    assert dup["checksum"] != single["checksum"] and dup["rows"] == 2
+    r = parse_tsv_with_types("s\tn\nString\tUInt8\na\\tb\\\\c\t1\n")
+    assert r.rows == [["a\tb\\c", "1"]]
+
+
+# -- the embedded engine ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def embedded_run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cb-embedded")
+    target = f"embedded:{d / 'db'}"
+    r = run_cli("clickbench", "load", "--target", target, "--synthetic", str(ROWS), "--out", str(d / "load.json"))
+    assert r.code == 0, r.stderr
+    r = run_cli("clickbench", "run", "--target", target, "--load-results", str(d / "load.json"),
+                "--out", str(d / "full.json"), "--results", str(d / "cb.json"), "--quiet")
+    assert r.code == 0, r.stderr
+    return d, target
+
+
+def test_load_reports_rows_time_and_size(embedded_run):
+    d, target = embedded_run
+    doc = load(d / "load.json")
+    assert doc["kind"] == "clickbench-load" and doc["status"] == "complete"
+    rep = doc["load"]
+    assert rep["rows"] == rep["expected_rows"] == ROWS and rep["data_size"] > 1_000_000 and rep["seconds"] > 0
+    # a table with rows is not replaced silently
+    r = run_cli("clickbench", "load", "--target", target, "--synthetic", "1000")
+    assert_one_line_error(r)
+    assert "--replace" in r.stderr
+
+
+def test_run_writes_full_results_clickbench_file_and_report(embedded_run):
+    d, _ = embedded_run
+    full = load(d / "full.json")
+    assert full["kind"] == "clickbench" and full["status"] == "complete"
+    assert len(full["queries"]) == 43
+    for q in full["queries"]:
+        assert [t["try"] for t in q["tries"]] == [1, 2, 3]
+        assert q["tries"][0]["cold"] and not q["tries"][1]["cold"]
+        assert all(t["seconds"] is not None and t["checksum"] for t in q["tries"]), q
+        assert q["stable"] and q["flag"] is None
+    assert "SYSTEM DROP MARK CACHE" in full["cold"]["dropped"]
+    # every query has something to find at this size, except HAVING count() > 100000 (Q27,
+    # Q28: needs 1M rows) and the deep OFFSETs
+    empty = [q["index"] - 1 for q in full["queries"] if q["rows"] == 0]
+    assert set(empty) <= {27, 28, 38, 39, 40, 41, 42}, empty
+    cb = json.loads((d / "cb.json").read_text())
+    shared_keys = list(json.loads(SHARED_RESULT.read_text())) if SHARED_RESULT.exists() else list(cb)
+    assert list(cb) == shared_keys  # ClickBench's keys, in its order
+    assert cb["system"] == "chDB" and cb["load_time"] > 0 and cb["data_size"] == full["table"]["data_size"]
+    assert len(cb["result"]) == 43 and all(len(r) == 3 and all(isinstance(t, float) for t in r) for r in cb["result"])
+    report = (d / "full.md").read_text()
+    assert "| Q42 |" in report and "checksum" in report
+
+
+def test_compare_accepts_our_files_and_published_ones(embedded_run):
+    d, _ = embedded_run
+    files = [str(d / "full.json"), str(d / "cb.json")] + ([str(SHARED_RESULT)] if SHARED_RESULT.exists() else [])
+    r = run_cli("clickbench", "compare", *files, "--format", "json")
+    assert r.code == 0, r.stderr
+    scores = r.json()["scores"]
+    assert len(scores) == len(files) and all(s["cold"] >= 1.0 and s["combined"] for s in scores)
+
+
+# -- the 26.9 server --------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def server_hits(modern, embedded_run):
+    db = _database(modern, "cb")
+    url = f"{modern.http_url}/{db}"
+    r = run_cli("clickbench", "load", "--target", url, "--synthetic", str(ROWS), "--batch-rows", "70000")
+    assert r.code == 0, r.stderr
+    return url, f"{modern.native_url}/{db}"
+
+
+def test_cross_engine_checksums_are_identical(server_hits, embedded_run, tmp_path):
+    """The same synthetic rows in the embedded engine and in the server (loaded in other
+    batch sizes): all 43 checksums equal, over HTTP and over the native protocol."""
+    d, _ = embedded_run
+    http_url, native_url = server_hits
+    emb = load(d / "full.json")
+    for url in (http_url, native_url):
+        out = tmp_path / "s.json"
+        r = run_cli("clickbench", "run", "--target", url, "--out", str(out), "--reference", str(d / "full.json"),
+                    "--quiet")
+        assert r.code == 0, r.stderr
+        doc = load(out)
+        assert doc["reference"]["differences"] == []
+        assert [(q["rows"], q["checksum"]) for q in doc["queries"]] == \
+               [(q["rows"], q["checksum"]) for q in emb["queries"]]
+
+
+def test_reference_difference_is_a_correctness_regression(modern, embedded_run, tmp_path):
+    d, _ = embedded_run
+    db = _database(modern, "cb_other")
+    url = f"{modern.http_url}/{db}"
+    assert run_cli("clickbench", "load", "--target", url, "--synthetic", str(ROWS), "--seed", "2").code == 0
+    out = tmp_path / "o.json"
+    r = run_cli("clickbench", "run", "--target", url, "--out", str(out), "--reference", str(d / "full.json"),
+                "--only", "0,1,8", "--quiet")
+    assert r.code == 1, r.stderr
+    assert "correctness regression: Q1 checksum differs" in r.stderr
+    assert "Q0 " not in r.stderr  # same row count: COUNT(*) agrees
+    doc = load(out)
+    assert {x["index"] - 1 for x in doc["reference"]["differences"] if x["counted"]} >= {1, 8}
+
+
+def test_synthetic_rows_do_not_depend_on_batches(modern, server_hits):
+    """Row k depends on k, the seed and the total only: other batch sizes, same table."""
+    db = _database(modern, "cb_batches")
+    r = run_cli("clickbench", "load", "--target", f"{modern.http_url}/{db}", "--synthetic", "50000",
+                "--batch-rows", "7000")
+    assert r.code == 0, r.stderr
+    db2 = _database(modern, "cb_batches2")
+    assert run_cli("clickbench", "load", "--target", f"{modern.http_url}/{db2}", "--synthetic", "50000").code == 0
+    t = _admin(modern.http_url)
+    assert table_checksum(t, f"{db}.hits") == table_checksum(t, f"{db2}.hits")
+    t.close()
+
+
+def test_load_from_files(modern, server_hits, tmp_path):
+    """Parquet, gzip'd TSV and CSV streamed over HTTP, parsed by the server; counts verified."""
+    http_url, native_url = server_hits
+    src = _admin(http_url)
+    files = {}
+    for name, fmt in (("hits.parquet", "Parquet"), ("hits.tsv", "TabSeparated"), ("hits.csv", "CSV")):
+        _, body = src._timed("SELECT * FROM hits ORDER BY WatchID LIMIT 20000", {"default_format": fmt}, "x", None)
+        (tmp_path / name).write_bytes(body)
+        files[name] = tmp_path / name
+    subprocess.run(["gzip", "-k", str(files["hits.tsv"])], check=True)
+    src.close()
+    for name in ("hits.parquet", "hits.tsv.gz", "hits.csv"):
+        db = _database(modern, "cb_file")
+        r = run_cli("clickbench", "load", "--target", f"{modern.http_url}/{db}", "--from", str(tmp_path / name))
+        assert r.code == 0, (name, r.stderr)
+        assert "loaded 20,000 rows" in r.stdout and "verified" in r.stdout
+    # a truncated file: the server stops parsing, what landed is reported, exit 1
+    broken = tmp_path / "broken.tsv"
+    data = files["hits.tsv"].read_bytes()
+    broken.write_bytes(data[: len(data) // 2 + 7] + b"\tnot-a-number\n")
+    db = _database(modern, "cb_file")
+    r = run_cli("clickbench", "load", "--target", f"{modern.http_url}/{db}", "--from", str(broken))
+    assert_one_line_error(r, code=1)
+    assert "failed after" in r.stderr
+    # over the native protocol the server cannot be handed a file: said in one line
+    r = run_cli("clickbench", "load", "--target", native_url, "--from", str(files["hits.csv"]), "--replace")
+    assert_one_line_error(r)
+    assert "HTTP" in r.stderr
+    r = run_cli("clickbench", "load", "--target", http_url, "--from", str(tmp_path / "x.json"))
+    assert_one_line_error(r)
+
+
+def test_concurrent_and_mixed_stress(server_hits, tmp_path):
+    http_url, native_url = server_hits
+    d = tmp_path
+    r = run_cli("clickbench", "run", "--target", http_url, "--only", "0", "--concurrent", "2", "--duration", "3",
+                "--out", str(d / "f.json"), "--results", str(d / "cb.json"), "--quiet")
+    assert r.code == 0, r.stderr
+    cb = json.loads((d / "cb.json").read_text())
+    assert cb["concurrent_qps"] > 0 and cb["concurrent_error_ratio"] == 0
+    assert cb["result"][0][0] is not None and cb["result"][1] == [None, None, None]  # --only 0
+    conc = load(d / "f.json")["concurrent"]
+    assert conc["queries_ok"] > 0 and {q["query"] for q in conc["per_query"]} <= set(range(1, 44))
+    for url in (http_url, native_url):
+        r = run_cli("clickbench", "stress", "--target", url, "--concurrent", "2", "--duration", "2", "--ingest",
+                    "--out", str(d / "m.json"))
+        assert r.code == 0, r.stderr
+        m = load(d / "m.json")["mixed"]
+        assert m["ingest"]["rows"] > 0 and m["ingest"]["error"] is None
+        assert m["without_ingest"]["queries_ok"] > 0 and m["with_ingest"]["queries_ok"] > 0
+        assert "rows/s" in r.stdout
+    r = run_cli("clickbench", "stress", "--duration", "1")
+    assert_one_line_error(r)
+    assert "server target" in r.stderr
+
+
+def test_crash_recovery_cycles(tmp_path):
+    out = tmp_path / "crash.json"
+    r = run_cli("clickbench", "crash-test", "--rows", "60000", "--cycles", "2", "--batch-rows", "6000",
+                "--out", str(out), timeout=300)
+    assert r.code == 0, r.stderr
+    doc = load(out)
+    assert doc["ok"] and len(doc["cycles"]) == 2
+    for c in doc["cycles"]:
+        assert c["ok"] and c["final_rows"] == 60000 and c["final_checksum"] == doc["reference"]["checksum"]
+    assert "2 of 2 kill -9 cycles" in r.stdout
+
+
+def test_killed_server_mid_run_keeps_the_results(tmp_path):
+    server = ModernServer()
+    try:
+        assert run_cli("clickbench", "load", "--target", server.http_url, "--synthetic", "200000").code == 0
+        out = tmp_path / "k.json"
+        proc = subprocess.Popen([sys.executable, "-m", "chbench", "clickbench", "run", "--target", server.http_url,
+                                 "--out", str(out), "--quiet"], cwd=REPO, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (out.exists() and len(load(out)["queries"]) >= 3):
+            time.sleep(0.05)
+        server.kill()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        server.stop()
+    assert proc.returncode == 3, err
+    assert "Traceback" not in err and "stopped answering" in err
+    doc = load(out)
+    assert doc["status"] == "server_lost" and len(doc["queries"]) >= 3
+
+
+def test_interrupted_run_keeps_the_results(embedded_run, tmp_path):
+    _, target = embedded_run
+    out = tmp_path / "i.json"
+    proc = subprocess.Popen([sys.executable, "-m", "chbench", "clickbench", "run", "--target", target,
+                             "--out", str(out), "--quiet"], cwd=REPO, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (out.exists() and len(load(out)["queries"]) >= 2):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    doc = load(out)
+    assert doc["status"] == "interrupted" and len(doc["queries"]) >= 2
+
+
+# -- the 18.16 server -------------------------------------------------------------------
+
+def test_old_server_records_what_it_cannot_run_as_null(legacy, tmp_path):
+    url = f"{legacy.http_url}"
+    r = run_cli("clickbench", "load", "--target", url, "--synthetic", "30000", "--replace")
+    assert r.code == 0, r.stderr
+    assert "ClickHouse type names" in r.stderr  # create.sql is too new for 18.16
+    out, cb = tmp_path / "l.json", tmp_path / "lcb.json"
+    r = run_cli("clickbench", "run", "--target", url, "--out", str(out), "--results", str(cb), "--quiet")
+    assert r.code == 1, r.stderr  # some queries failed
+    assert "Traceback" not in r.stderr and "queries failed" in r.stderr
+    doc = load(out)
+    failed = {q["index"] - 1: q for q in doc["queries"] if q["rows"] is None}
+    assert 28 in failed and "REGEXP_REPLACE" in failed[28]["tries"][0]["error"]["message"]
+    assert len(failed) < 10
+    result = json.loads(cb.read_text())["result"]
+    assert result[28] == [None, None, None] and all(t is not None for t in result[0])
+    assert doc["cold"]["dropped"] == ["SYSTEM DROP MARK CACHE", "SYSTEM DROP UNCOMPRESSED CACHE"]
+
+
+# -- bad input --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args,needle", [
+    (["clickbench", "load"], "--synthetic ROWS or --from FILE"),
+    (["clickbench", "load", "--synthetic", "0"], "positive"),
+    (["clickbench", "run", "--target", "embedded:/nonexistent-dir/x", "--reference", "/nonexistent.json"],
+     "file not found"),
+    (["clickbench", "run", "--only", "43"], "0-42"),
+])
+def test_bad_input_one_line(args, needle):
+    r = run_cli(*args)
+    assert_one_line_error(r)
+    assert needle in r.stderr
+
+
+def test_reference_must_be_our_results_file(tmp_path, embedded_run):
+    _, target = embedded_run
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"hello": 1}')
+    r = run_cli("clickbench", "run", "--target", target, "--reference", str(bad), "--out", str(tmp_path / "o.json"))
+    assert_one_line_error(r)
+    assert "not a chbench 'clickbench' results file" in r.stderr
+    r = run_cli("clickbench", "run", "--target", "embedded:" + str(tmp_path / "empty"), "--out",
+                str(tmp_path / "o.json"))
+    assert_one_line_error(r)
+    assert "clickbench load" in r.stderr
