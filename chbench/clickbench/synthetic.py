@@ -10,19 +10,20 @@ deduplication tokens and lets two engines be compared checksum by checksum.
 
 The distributions are chosen so that each of the 43 queries has something to find:
 
-* ``CounterID`` 62 holds 30% of the rows and 1704 another 15% (Q28's ``HAVING count() >
-  100000`` keeps both at 1M rows); the rest follow a Zipf-like (log-uniform) law.
+* ``CounterID`` 62 holds 30% of the rows and 1704 another 15% (Q27's ``HAVING count() >
+  100000`` keeps both at 1M rows; queries are numbered from Q0, as ClickBench does);
+  the rest follow a Zipf-like (log-uniform) law.
 * ``EventTime`` spreads the rows evenly over July 2013 (UTC), one distinct second per
   row up to 2,678,400 rows, so ``ORDER BY EventTime LIMIT 10`` has no ties.
 * ``UserID``, ``URL``, ``SearchPhrase``, ``RegionID``, ``Referer`` and phone models are
   half hot (log-uniform ranks) and half long tail; user #7 is UserID
-  435090932899640449 (Q20).
-* 10% of counter 62's rows are one page whose ``URLHash`` is 2868770270353813622 (Q42),
-  5% of all referers are one page whose ``RefererHash`` is 3594120000172545465 (Q41);
+  435090932899640449 (Q19).
+* 10% of counter 62's rows are one page whose ``URLHash`` is 2868770270353813622 (Q41),
+  5% of all referers are one page whose ``RefererHash`` is 3594120000172545465 (Q40);
   ``TraficSourceID`` is 6 or -1 for 30% of the rows.
-* Some URLs, titles and phrases mention Google (Q21–Q24), with and without
+* Some URLs, titles and phrases mention Google (Q20–Q23), with and without
   ``.google.`` in the URL; 35% / 20% of non-empty referers come from two domains
-  (Q29's ``HAVING count() > 100000``).
+  (Q28's ``HAVING count() > 100000``).
 * ``AdvEngineID`` is non-zero for 5%; ``IsRefresh``, ``DontCountHits`` and ``IsLink`` are
   1 for 10%, ``IsDownload`` for 5%; ``MobilePhoneModel`` is set for 15%, ``SearchPhrase``
   for 25%.
@@ -37,9 +38,9 @@ import math
 TABLE = "hits"
 JULY_2013_UTC = 1372636800  # 2013-07-01 00:00:00 UTC
 JULY_SECONDS = 31 * 86400
-Q20_USER_ID = 435090932899640449
-Q41_REFERER_HASH = 3594120000172545465
-Q42_URL_HASH = 2868770270353813622
+Q19_USER_ID = 435090932899640449
+Q40_REFERER_HASH = 3594120000172545465
+Q41_URL_HASH = 2868770270353813622
 
 _URL_DOMAINS = [
     "auto.ru", "avito.ru", "vk.com", "lenta.ru", "mail.yandex.ru", "news.yandex.ru", "market.yandex.ru",
@@ -200,7 +201,7 @@ FROM ({latent})"""
         ("CounterID", "toInt32(counter)"),
         ("ClientIP", "if(r_misc % 10 < 8, user_ip, toInt32(r_misc2 % 2147483647))"),
         ("RegionID", f"toInt32(1 + {e.skewed(30, 5000)})"),
-        ("UserID", f"if(user_idx = 7, toInt64({Q20_USER_ID}), uid0)"),
+        ("UserID", f"if(user_idx = 7, toInt64({Q19_USER_ID}), uid0)"),
         ("CounterClass", small(1, 3)),
         ("OS", small(2, 60)),
         ("UserAgent", small(3, 20)),
@@ -293,8 +294,8 @@ FROM ({latent})"""
         ("UTMTerm", "if(r_misc % 7 = 0, phrase, '')"),
         ("FromTag", "if(r_misc % 25 = 0, 'tag', '')"),
         ("HasGCLID", bit(14, 20000)),
-        ("RefererHash", f"if(ref_idx = 0, toInt64({Q41_REFERER_HASH}), toInt64(sipHash64(referer)))"),
-        ("URLHash", f"if(url_idx = 0, toInt64({Q42_URL_HASH}), toInt64(sipHash64(url)))"),
+        ("RefererHash", f"if(ref_idx = 0, toInt64({Q40_REFERER_HASH}), toInt64(sipHash64(referer)))"),
+        ("URLHash", f"if(url_idx = 0, toInt64({Q41_URL_HASH}), toInt64(sipHash64(url)))"),
         ("CLID", f"toInt32(if(r_misc % 10 = 0, {e.mod(49, 1000)}, 0))"),
     ]
     body = ",\n    ".join(f"{expr} AS {name}" for name, expr in cols)

@@ -15,7 +15,7 @@ from typing import Any
 
 from chbench.clickbench import queries
 from chbench.clickbench.results import load_entry, score
-from chbench.commands.connection import build_targets, credentials, target_specs
+from chbench.commands.connection import credentials, target_specs
 from chbench.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, ChbenchError, QueryError, ServerLost, UsageError
 from chbench.export import get_exporter
 from chbench.results.store import write_atomic
@@ -57,11 +57,18 @@ def _say(args: argparse.Namespace, text: str) -> None:
         sys.stderr.flush()
 
 
+EMBEDDED_DIR = "chbench-hits"  # where the embedded engine keeps hits between commands
+
+
 def _one_target(args: argparse.Namespace) -> Target:
-    targets = build_targets(args)
-    if len(targets) != 1:
+    specs = target_specs(args)
+    if len(specs) != 1:
         raise UsageError("give one target")
-    t = targets[0]
+    if specs[0] == "embedded":  # in memory, the table would vanish with the process
+        specs = [f"embedded:{EMBEDDED_DIR}"]
+        if args.clickbench_command == "load":
+            _say(args, f"note: embedded engine, data in ./{EMBEDDED_DIR} (--target embedded:DIR for another place)")
+    t = make_target(specs[0], credentials(args))
     t.connect()
     return t
 
@@ -327,7 +334,7 @@ def _parse_only(text: str | None) -> list[int] | None:
 
 
 def _maker(args: argparse.Namespace) -> Any:
-    spec = target_specs(args)[0]
+    spec = target_specs(args)[0]  # stress needs a server: never the embedded default
     creds = credentials(args)
     return lambda: make_target(spec, creds, light=True)
 
