@@ -343,3 +343,15 @@ def test_reference_must_be_our_results_file(tmp_path, embedded_run):
                 str(tmp_path / "o.json"))
     assert_one_line_error(r)
     assert "clickbench load" in r.stderr
+
+
+def test_a_try_over_the_timeout_is_null(embedded_run, tmp_path):
+    _, target = embedded_run
+    out, cb = tmp_path / "t.json", tmp_path / "tcb.json"
+    r = run_cli("clickbench", "run", "--target", target, "--only", "4", "--timeout", "0.0001", "--out", str(out),
+                "--results", str(cb), "--quiet")
+    assert r.code == 1, r.stderr
+    q = load(out)["queries"][0]
+    assert [t["seconds"] for t in q["tries"]] == [None, None, None]
+    assert all(t["error"]["code"] == 159 for t in q["tries"])
+    assert json.loads(cb.read_text())["result"][4] == [None, None, None]

@@ -25,7 +25,7 @@ from typing import Any
 
 from chbench.clickbench.loading import create_table, insert_batch, synthetic_batches, table_rows
 from chbench.clickbench.synthetic import JULY_2013_UTC, JULY_SECONDS
-from chbench.errors import ChbenchError, QueryError, ServerLost, UsageError
+from chbench.errors import QueryError, ServerLost, UsageError
 from chbench.targets import Credentials, Target, make_target
 
 REFERENCE_TABLE = "hits_reference"
@@ -139,7 +139,5 @@ def run_cycles(rows: int, cycles: int, seed: int, batch_rows: int,
                 "server_version": target.info.version if target.info else None,
                 "reference": {"rows": reference[0], "checksum": reference[1], "load_seconds": load_seconds},
                 "cycles": results, "ok": all(r["ok"] for r in results)}
-    except ChbenchError:
-        raise
     finally:
         server.stop()

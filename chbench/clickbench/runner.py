@@ -3,14 +3,13 @@ checksum of every try's result, ``None`` for a try that failed or timed out."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chbench.clickbench.checksum import analyse, checksum
+from chbench.clickbench.checksum import analyse, checksum, mode
 from chbench.errors import QueryError, UsageError
 from chbench.targets import Target
 
@@ -166,20 +165,12 @@ def run_queries(
                 if timeout is not None and sample.client_ms is not None and sample.client_ms > timeout * 1000.0:
                     entry.update(seconds=None,
                                  error={"code": 159, "message": f"took longer than --timeout {timeout:g} s"})
-            if "mode" not in entry:
-                with contextlib.suppress(Exception):
-                    out.mode = checksum_mode_without_result(sql)
+            if "mode" not in entry and t == 0:  # no result to read column names from
+                out.mode = mode(shape, [a or e for e, a in shape.select])
             out.tries.append(entry)
             if on_try:
                 on_try(out, t)
     return outcomes
-
-
-def checksum_mode_without_result(sql: str) -> str:
-    from chbench.clickbench.checksum import mode
-
-    shape = analyse(sql)
-    return mode(shape, [a or e for e, a in shape.select])
 
 
 def compare_with_reference(outcomes: list[QueryOutcome], reference: dict[str, Any]) -> list[dict[str, Any]]:
