@@ -115,6 +115,28 @@ def add_connection_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--ca-file", metavar="FILE", help="CA bundle for TLS verification")
 
 
+INGEST_EXAMPLES = """\
+examples:
+  chbench ingest                                             the embedded engine's paths
+  chbench ingest --target http://localhost:8123 --target clickhouse://localhost:9000 --out ingest.json
+  chbench ingest --target http://localhost:8123 --paths http-native,connect-arrow --batch-size 10000,100000
+paths: http-file, http-batches, http-native, connect-native, connect-arrow, driver-rows, driver-columns,
+       embedded-file, embedded-arrow
+exit codes: 0 every path landed the expected data, 1 a path failed or landed wrong data, 2 bad input
+"""
+
+
+READ_EXAMPLES = """\
+examples:
+  chbench read --rows 1000000                                the embedded engine's paths
+  chbench read --target http://localhost:8123 --target clickhouse://localhost:9000 --out read.json
+  chbench read --target http://localhost:8123 --query 'SELECT number FROM numbers_mt({rows})' --rows 50000000
+paths: http-native, http-arrowstream, http-parquet, http-tsv, http-rowbinary, connect-rows, connect-numpy,
+       connect-arrow, connect-df, connect-stream, driver-execute, driver-iter, driver-columnar, driver-numpy,
+       embedded-arrow, embedded-df
+"""
+
+
 CLICKBENCH_EXAMPLES = """\
 examples:
   chbench clickbench load --synthetic 1000000 --out load.json          embedded engine (default target)
@@ -267,7 +289,9 @@ def build_parser() -> Parser:
         epilog="commands:\n  run       measure a query suite on one or two targets\n"
                "  load      put load on a server: clickhouse-benchmark's flags, open loop, sweeps\n"
                "  compare   compare two results files (or the two sides of one)\n"
-               "  clickbench          ClickBench: load, run with checksums, compare, stress, crash-test\n\n"
+               "  clickbench  ClickBench: load, run with checksums, compare, stress, crash-test\n"
+               "  ingest    insert throughput through each client path, every table verified\n"
+               "  read      read throughput through each client path, against two ceilings\n\n"
                "quick start:\n  chbench run --out before.json && chbench run --out after.json && "
                "chbench compare before.json after.json",
     )
@@ -305,6 +329,44 @@ def build_parser() -> Parser:
     r.add_argument("--no-calibration", action="store_true", help="skip the drift-guard calibration query")
     r.add_argument("--out", metavar="FILE", help="results file (default: chbench-<time>.json)")
     r.add_argument("--quiet", action="store_true", help="no progress output")
+
+    ing = sub.add_parser("ingest", help="insert throughput through each client path, with checksums",
+                         description="Insert the same deterministic event data set through each client path, "
+                                     "each into its own table; verify every table (row count from system.parts, "
+                                     "CRC32 of a canonical GROUP BY) and compare with the server's own "
+                                     "INSERT … SELECT.",
+                         epilog=INGEST_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_connection_args(ing)
+    ing.add_argument("--rows", type=positive_int, default=1_000_000, help="rows in the data set (default 1000000)")
+    ing.add_argument("--seed", type=int, default=1, help="data set seed (default 1)")
+    ing.add_argument("--paths", metavar="LIST", help="comma-separated paths (default: all this target can take)")
+    ing.add_argument("--batch-size", default="100000", metavar="N[,N…]",
+                     help="rows per batch for batched paths; several values sweep (default 100000)")
+    ing.add_argument("--async-insert", action="store_true", help="send with async_insert=1, wait_for_async_insert=1")
+    ing.add_argument("--compress", action="store_true", help="compress what is sent (gzip for raw HTTP, lz4 for "
+                                                             "the libraries)")
+    ing.add_argument("--keep-tables", action="store_true", help="keep the chbench_ingest_* tables afterwards")
+    ing.add_argument("--format", choices=["console", "markdown", "json"], default="console")
+    ing.add_argument("--out", metavar="FILE", help="results file (JSON)")
+    ing.add_argument("--quiet", action="store_true")
+
+    rd = sub.add_parser("read", help="read throughput through each client path, against two ceilings",
+                        description="Read the same result through each client path (each in a process of its own: "
+                                    "its peak RSS is its own), next to two ceilings measured in the same run: the "
+                                    "query with FORMAT Null, and its Native bytes drained without decoding.",
+                        epilog=READ_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_connection_args(rd)
+    rd.add_argument("--rows", type=positive_int, default=10_000_000, help="rows to read (default 10000000)")
+    rd.add_argument("--query", help="the query; {rows} is replaced by --rows (default: "
+                                    "SELECT number, toString(number) AS s FROM numbers_mt({rows}))")
+    rd.add_argument("--paths", metavar="LIST", help="comma-separated paths (default: all this target can take)")
+    rd.add_argument("--max-block-size", type=positive_int, metavar="N", help="max_block_size setting")
+    rd.add_argument("--compress", action="store_true", help="compressed transfer (gzip raw HTTP, lz4 libraries)")
+    rd.add_argument("--repeat", type=positive_int, default=1, help="runs per path, best kept (default 1)")
+    rd.add_argument("--timeout", type=positive_float, default=600.0, metavar="S", help="per path (default 600)")
+    rd.add_argument("--format", choices=["console", "markdown", "json"], default="console")
+    rd.add_argument("--out", metavar="FILE", help="results file (JSON)")
+    rd.add_argument("--quiet", action="store_true")
 
     sub.add_parser("load", help="put load on a server (clickhouse-benchmark's flags)", add_help=False,
                    description="see 'chbench load --help'")
@@ -420,6 +482,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run_command(command)
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "command", None) == "read":
+        args.rows_given = any(a == "--rows" or a.startswith("--rows=") for a in argv)
     if not args.command:
         parser.print_help()
         return EXIT_USAGE
@@ -429,6 +493,14 @@ def main(argv: list[str] | None = None) -> int:
             from chbench.commands.clickbench import cmd_clickbench
 
             return cmd_clickbench(args)
+        if args.command == "ingest":
+            from chbench.commands.transfer import cmd_ingest
+
+            return cmd_ingest(args)
+        if args.command == "read":
+            from chbench.commands.transfer import cmd_read
+
+            return cmd_read(args)
         if args.command == "run":
             from chbench.commands.run import cmd_run
 

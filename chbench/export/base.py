@@ -17,6 +17,10 @@ class Exporter(ABC):
         """Render ClickBench scores (``chbench clickbench compare``)."""
         raise UsageError(f"the {self.name} format cannot show ClickBench scores")
 
+    def transfer(self, doc: dict[str, Any]) -> str:
+        """Render an ``ingest`` or ``read`` results document."""
+        raise UsageError(f"the {self.name} format cannot show transfer results")
+
     def clickbench_run(self, doc: dict[str, Any]) -> str:
         """Render a ``chbench clickbench run`` results document."""
         raise UsageError(f"the {self.name} format cannot show a ClickBench run")
@@ -39,6 +43,62 @@ def clickbench_rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]], li
             row += [num(e["cold_s"], ".3f"), num(e["hot_s"], ".3f") + f" (x{e['hot_ratio']:.2f})"]
         queries.append(row)
     return labels, scores, queries
+
+
+def _n(v: float | None, fmt: str) -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def transfer_table(doc: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[str]]:
+    """(title, header, rows, notes) of an ingest or read document, for the text formats."""
+    notes: list[str] = []
+    if doc["kind"] == "ingest":
+        r = doc["result"]
+        title = (f"chbench ingest: {r['rows']:,} rows per path (seed {r['seed']}), "
+                 f"expected checksum {r['expected']['checksum']}")
+        header = ["path", "unit", "rows/s", "MB/s", "seconds", "CPU s", "batch p50 ms", "batch p99 ms", "retries",
+                  "rows", "checksum", "status"]
+        rows = []
+        for e in r["paths"]:
+            if e.get("status") == "skipped":
+                rows.append([e["name"], "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", f"skipped: {e['reason']}"])
+                continue
+            lat = e.get("batch_latency_ms") or {}
+            rows.append([e["name"], e.get("unit", "-"), _n(e.get("rows_per_s"), ",.0f"), _n(e.get("mb_per_s"), ".1f"),
+                         _n(e.get("seconds"), ".3f"), _n(e.get("cpu_seconds"), ".2f"), _n(lat.get("p50"), ".1f"),
+                         _n(lat.get("p99"), ".1f"), str(e.get("retries", "-")), _n(e.get("row_count"), ","),
+                         e.get("checksum") or "-", e["status"] if e["status"] == "ok" else
+                         f"{e['status']}: {e.get('error', '')}"])
+        c = r.get("ceiling")
+        if c:
+            rows.append(["server ceiling", "INSERT … SELECT", _n(c["rows_per_s"], ",.0f"), "-", _n(c["seconds"], ".3f"),
+                         "-", "-", "-", "-", _n(c["row_count"], ","), c["checksum"], "server alone"])
+        f = r.get("fastest")
+        if f and f.get("of_ceiling"):
+            notes.append(f"Fastest path: {f['name']}, {f['of_ceiling']:.0%} of the server's own INSERT … SELECT rate.")
+        notes.append("MB/s: the data set's Native size per second (one yardstick for every format). Units differ: "
+                     "file/embedded paths send everything in one request, the others in batches.")
+        if r["mismatches"]:
+            notes.append("WRONG DATA: " + ", ".join(r["mismatches"]))
+        return title, header, rows, notes
+    r = doc["result"]
+    title = f"chbench read: {r['rows']:,} rows of `{r['query']}`"
+    header = ["path", "rows/s", "MB/s", "seconds", "of transfer ceiling", "peak RSS MB", "RSS growth MB", "status"]
+    rows = []
+    for e in r["paths"]:
+        if e.get("status") != "ok":
+            why = e.get("reason") or e.get("error")
+            rows.append([e["name"], "-", "-", "-", "-", "-", "-", f"{e['status']}: {why}"])
+            continue
+        rows.append([e["name"], _n(e["rows_per_s"], ",.0f"), _n(e.get("mb_per_s"), ".1f"), _n(e["seconds"], ".3f"),
+                     _n(e.get("of_transfer_ceiling"), ".0%"), _n(e.get("peak_rss_mb"), ".0f"),
+                     _n(e.get("rss_growth_mb"), ".0f"), "ok" if e.get("rows_ok", True) else "WRONG ROW COUNT"])
+    for c in r.get("ceilings", []):
+        rows.append([c["name"], _n(c["rows_per_s"], ",.0f"), _n(c.get("mb_per_s"), ".1f"), _n(c["seconds"], ".3f"),
+                     "-", "-", "-", c["what"]])
+    notes.append("MB/s: the result's Native size per second. Ceilings: the engine's own speed (FORMAT Null) and the "
+                 "Native bytes drained from the socket without decoding.")
+    return title, header, rows, notes
 
 
 SCORE_HEADER = ["entry", "cold score", "hot score", "combined", "load s", "data GB", "failed tries"]

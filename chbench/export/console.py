@@ -17,6 +17,7 @@ from chbench.export.base import (
     fmt_ratio,
     notes_of,
     summary_lines,
+    transfer_table,
 )
 from chbench.stats.summary import median_ci
 
@@ -52,6 +53,20 @@ class ConsoleExporter(Exporter):
         for row in queries:
             q.add_row(*row)
         con.print(q)
+        return buf.getvalue()
+
+    def transfer(self, doc: dict[str, Any]) -> str:
+        buf = io.StringIO()
+        con = self._console(buf)
+        title, header, rows, notes = transfer_table(doc)
+        t = Table(title=title, title_justify="left")
+        for col in header:
+            t.add_column(col, justify="left" if col in ("path", "unit", "checksum", "status") else "right")
+        for row in rows:
+            t.add_row(*row)
+        con.print(t)
+        for n in notes:
+            con.print(n)
         return buf.getvalue()
 
     def comparison(self, doc: dict[str, Any]) -> str:

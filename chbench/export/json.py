@@ -14,3 +14,6 @@ class JsonExporter(Exporter):
 
     def clickbench(self, doc: dict[str, Any]) -> str:
         return json.dumps(doc, indent=2) + "\n"
+
+    def transfer(self, doc: dict[str, Any]) -> str:
+        return json.dumps(doc, indent=2) + "\n"

@@ -11,6 +11,7 @@ from chbench.export.base import (
     fmt_ratio,
     notes_of,
     summary_lines,
+    transfer_table,
 )
 
 ICON = {"slower": "🔴 slower", "faster": "🟢 faster", "unstable": "🟡 unstable"}
@@ -31,6 +32,12 @@ class MarkdownExporter(Exporter):
         out.append("Scores: per query (t + 0.01 s) / (best + 0.01 s), a missing result as 2 x max(300 s, the "
                    "entry's slowest query), geometric mean; combined = load 10%, size 10%, cold 20%, hot 60%.")
         return "\n".join(out) + "\n"
+
+    def transfer(self, doc: dict[str, Any]) -> str:
+        title, header, rows, notes = transfer_table(doc)
+        out = [f"## {title}", "", "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+        out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+        return "\n".join(out + [""] + notes) + "\n"
 
     def clickbench_run(self, doc: dict[str, Any]) -> str:
         """The report of ``chbench clickbench run``."""

@@ -1,0 +1,131 @@
+"""Where transfer paths connect: the HTTP and native addresses of one server (or the
+embedded engine), parsed from ``--target`` URLs, and a lean raw-HTTP connection.
+
+``chbench ingest`` and ``chbench read`` compare client libraries that each open their
+own connections, so they take addresses rather than a :class:`Target`. Give one
+``http://`` and one ``clickhouse://`` URL of the same server to reach every path; a path
+whose protocol is missing is skipped with that reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import ssl
+from dataclasses import dataclass
+from urllib.parse import unquote, urlencode, urlsplit
+
+from chbench.errors import UsageError
+from chbench.targets import DEFAULT_PORTS
+
+
+@dataclass
+class Address:
+    scheme: str
+    host: str
+    port: int
+    user: str
+    database: str | None
+
+    @property
+    def secure(self) -> bool:
+        return self.scheme in ("https", "clickhouses")
+
+    def url(self) -> str:
+        return f"{self.scheme}://{self.user}@{self.host}:{self.port}" + (f"/{self.database}" if self.database else "")
+
+
+@dataclass
+class Endpoints:
+    http: Address | None
+    native: Address | None
+    embedded: str | None  # a chDB path ('' = in memory)
+    password: str | None
+    ca_file: str | None
+
+    def describe(self) -> dict[str, str | None]:
+        return {"http": self.http.url() if self.http else None, "native": self.native.url() if self.native else None,
+                "embedded": None if self.embedded is None else (self.embedded or ":memory:")}
+
+    def admin_spec(self) -> str:
+        if self.http:
+            return self.http.url()
+        if self.native:
+            return self.native.url()
+        return "embedded" + (f":{self.embedded}" if self.embedded else "")
+
+
+def parse_endpoints(specs: list[str], user: str | None, database: str | None, password: str | None,
+                    ca_file: str | None) -> Endpoints:
+    ep = Endpoints(None, None, None, password, ca_file)
+    for spec in specs:
+        if spec == "embedded" or spec.startswith("embedded:"):
+            if ep.embedded is not None:
+                raise UsageError("give one embedded target")
+            ep.embedded = spec[len("embedded:"):] if ":" in spec else ""
+            continue
+        parts = urlsplit(spec)
+        scheme = parts.scheme.lower()
+        if scheme not in DEFAULT_PORTS:
+            raise UsageError(f"unknown target '{spec}': use http(s)://, clickhouse(s):// or embedded")
+        if parts.password is not None:
+            raise UsageError("put no password in a target URL: use CLICKHOUSE_PASSWORD or --password-file")
+        try:
+            port = parts.port or DEFAULT_PORTS[scheme]
+        except ValueError:
+            raise UsageError(f"bad port in target '{spec}'") from None
+        addr = Address(scheme, parts.hostname or "localhost", port,
+                       unquote(parts.username) if parts.username else (user or "default"),
+                       parts.path.strip("/") or database)
+        kind = "http" if scheme.startswith("http") else "native"
+        if getattr(ep, kind) is not None:
+            raise UsageError(f"give at most one {kind} target")
+        setattr(ep, kind, addr)
+    if ep.embedded is not None and (ep.http or ep.native):
+        raise UsageError("the embedded engine and a server are different targets: benchmark one at a time")
+    return ep
+
+
+class RawHttp:
+    """One keep-alive HTTP connection on the standard library, for raw-HTTP paths."""
+
+    def __init__(self, addr: Address, password: str | None, ca_file: str | None, timeout: float = 600.0) -> None:
+        self.addr = addr
+        token = base64.b64encode(f"{addr.user}:{password or ''}".encode()).decode()
+        self.headers = {"Authorization": f"Basic {token}"}
+        self._ssl = ssl.create_default_context(cafile=ca_file) if addr.secure else None
+        self.timeout = timeout
+        self.conn: http.client.HTTPConnection | None = None
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self.conn is None:
+            if self._ssl is not None:
+                self.conn = http.client.HTTPSConnection(self.addr.host, self.addr.port, timeout=self.timeout,
+                                                        context=self._ssl)
+            else:
+                self.conn = http.client.HTTPConnection(self.addr.host, self.addr.port, timeout=self.timeout)
+        return self.conn
+
+    def path(self, params: dict[str, str]) -> str:
+        if self.addr.database:
+            params = {"database": self.addr.database, **params}
+        return "/?" + urlencode(params)
+
+    def post(self, params: dict[str, str], body: object, headers: dict[str, str] | None = None,
+             chunked: bool = False) -> http.client.HTTPResponse:
+        """Send; return the response with its body unread (the caller reads or streams it).
+        Connection problems raise OSError / http.client.HTTPException; the connection is
+        dropped so the next call opens a fresh one."""
+        conn = self._connection()
+        try:
+            conn.request("POST", self.path(params), body=body, headers={**self.headers, **(headers or {})},
+                         encode_chunked=chunked)
+            return conn.getresponse()
+        except (OSError, http.client.HTTPException):
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None

@@ -1,0 +1,201 @@
+"""``chbench ingest``: the same data set through each path, each into its own table,
+then verified through one admin connection.
+
+Per path: rows/s, MB/s (the data set's Native size per second — one yardstick for
+every format), wall time, client CPU time, per-batch latency percentiles, retries.
+Verification is always on: the row count from ``system.parts`` and the CRC32 of
+``country|count|cents\\n`` lines must equal what the generator expects; a path that
+lands anything else fails the run and is named.
+
+The server's own ceiling, measured in the same run: ``INSERT INTO t SELECT * FROM``
+a table that already holds the verified rows — the same rows, inserted by the server
+with no client and no parsing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from chbench.errors import QueryError, ServerLost
+from chbench.targets import Credentials, Target, make_target
+from chbench.transfer.dataset import VERIFY_SQL, Dataset, crc32_of, create_table_sql
+from chbench.transfer.endpoints import Endpoints
+from chbench.transfer.ingest_paths import PATHS, Context, IngestPath, PathError, Skip
+
+TABLE_PREFIX = "chbench_ingest_"
+
+
+def admin_target(ep: Endpoints) -> Target:
+    t = make_target(ep.admin_spec(), Credentials(password=ep.password, ca_file=ep.ca_file))
+    t.connect()
+    return t
+
+
+def verify(admin: Target, table: str) -> tuple[int, str, list[tuple[str, int, int]]]:
+    """(rows from system.parts, CRC32, the GROUP BY rows) of one table."""
+    parts = admin.query_rows(
+        f"SELECT sum(rows) FROM system.parts WHERE database = currentDatabase() AND table = '{table}' AND active")
+    rows = int(parts[0][0] or 0) if parts else 0
+    groups = [(r[0], int(r[1]), int(r[2])) for r in admin.query_rows(VERIFY_SQL.format(table=table))]
+    return rows, crc32_of(groups), groups
+
+
+def _prepare_table(admin: Target, table: str) -> None:
+    admin.command(f"DROP TABLE IF EXISTS {table}")
+    admin.command(create_table_sql(table))
+    if admin.info is not None and admin.info.knows("insert_deduplication_token"):
+        with contextlib.suppress(QueryError):
+            admin.command(f"ALTER TABLE {table} MODIFY SETTING non_replicated_deduplication_window = 1000")
+
+
+def _percentiles(ms: list[float]) -> dict[str, float | None]:
+    if not ms:
+        return {"p50": None, "p90": None, "p99": None, "max": None}
+    p = np.percentile(ms, [50, 90, 99])
+    return {"p50": float(p[0]), "p90": float(p[1]), "p99": float(p[2]), "max": float(max(ms))}
+
+
+def available(cls: type[IngestPath], ep: Endpoints, admin: Target) -> str | None:
+    """Why the path cannot run against these endpoints, or None."""
+    if cls.protocol == "embedded" and ep.embedded is None:
+        return "needs the embedded target"
+    if cls.protocol == "http" and ep.http is None:
+        return "needs an http:// target (give one with --target)"
+    if cls.protocol == "native" and ep.native is None:
+        return "needs a clickhouse:// target (give one with --target)"
+    if cls.name.startswith("connect-") and admin.info is not None and admin.info.version_tuple() < (20, 0):
+        return f"clickhouse-connect does not support ClickHouse {admin.info.version} (it needs 20+)"
+    return None
+
+
+def run_ingest(ep: Endpoints, ds: Dataset, names: list[str], batch_sizes: list[int], async_insert: bool,
+               compress: bool, log: Callable[[str], None], paths: dict[str, type[IngestPath]] | None = None,
+               on_entry: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    registry = paths or PATHS
+    admin = admin_target(ep)
+    expected_groups, expected_crc = ds.expected()
+    settings = {"async_insert": "1", "wait_for_async_insert": "1"} if async_insert else {}
+    run_id = uuid.uuid4().hex[:8]
+    from chbench.transfer.native_format import native_size
+
+    size = native_size(ds)
+    entries: list[dict[str, Any]] = []
+    try:
+        for name in names:
+            cls = registry[name]
+            why = available(cls, ep, admin)
+            sizes: list[int | None] = list(batch_sizes) if cls.batched else [None]
+            if why:
+                entries.append({"name": name, "status": "skipped", "reason": why})
+                log(f"{name}: skipped — {why}")
+                continue
+            for bs in sizes:
+                entry = _one(admin, cls, ds, ep, bs or ds.rows, len(sizes) > 1, settings, compress,
+                             f"chbench-{run_id}-{name}-{bs}", expected_crc, size, log)
+                entries.append(entry)
+                if on_entry:
+                    on_entry(entry)
+        ceiling = _ceiling(admin, entries, ds, log)
+    finally:
+        admin.close()
+    landed = [e for e in entries if e.get("status") == "ok"]
+    wrong = [e for e in entries if e.get("status") == "wrong data"]
+    best = max(landed, key=lambda e: e["rows_per_s"], default=None)
+    return {
+        "rows": ds.rows, "seed": ds.seed, "expected": {"checksum": expected_crc, "rows": ds.rows,
+                                                        "groups": [list(g) for g in expected_groups]},
+        "native_bytes": size, "settings": settings, "compress": compress,
+        "paths": entries, "ceiling": ceiling,
+        "fastest": None if best is None else {
+            "name": best["name"], "rows_per_s": best["rows_per_s"],
+            "of_ceiling": (best["rows_per_s"] / ceiling["rows_per_s"]) if ceiling and ceiling.get("rows_per_s")
+            else None},
+        "mismatches": [e["name"] for e in wrong],
+    }
+
+
+def _one(admin: Target, cls: type[IngestPath], ds: Dataset, ep: Endpoints, batch_size: int, sweep: bool,
+         settings: dict[str, str], compress: bool, token: str, expected_crc: str, size: int,
+         log: Callable[[str], None]) -> dict[str, Any]:
+    name = cls.name
+    table = TABLE_PREFIX + name.replace("-", "_") + (f"_{batch_size}" if sweep else "")
+    _prepare_table(admin, table)
+    ctx = Context(ep, table, batch_size, token, dict(settings), compress)
+    path = cls()
+    entry: dict[str, Any] = {"name": name if not sweep else f"{name}@{batch_size}", "path": name, "table": table,
+                             "unit": path.unit(ctx), "description": cls.description,
+                             "batch_size": batch_size if cls.batched else None}
+    try:
+        path.prepare(ds, ctx)
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        path.send(ds, ctx)
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    except Skip as e:
+        path.close()
+        entry.update(status="skipped", reason=str(e))
+        log(f"{name}: skipped — {e}")
+        return entry
+    except (PathError, QueryError, ServerLost) as e:
+        path.close()
+        msg = getattr(e, "message", None) or str(e)
+        entry.update(status="failed", error=msg)
+        log(f"{name}: failed — {msg}")
+        rows, crc, _ = verify(admin, table)
+        entry.update(row_count=rows, checksum=crc)
+        return entry
+    except Exception as e:  # noqa: BLE001 - a client library's own error: reported per path
+        path.close()
+        msg = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+        entry.update(status="failed", error=msg)
+        log(f"{name}: failed — {msg}")
+        return entry
+    path.close()
+    rows, crc, _ = verify(admin, table)
+    ok = rows == ds.rows and crc == expected_crc
+    entry.update(
+        status="ok" if ok else "wrong data",
+        rows=ds.rows, seconds=seconds, cpu_seconds=cpu, rows_per_s=ds.rows / seconds if seconds else None,
+        mb_per_s=(size / 1e6) / seconds if seconds and size > 0 else None,
+        batches=len(ctx.batch_ms), retries=ctx.retries, batch_latency_ms=_percentiles(ctx.batch_ms),
+        row_count=rows, checksum=crc,
+    )
+    if not ok:
+        entry["error"] = (f"landed {rows:,} rows with checksum {crc}; expected {ds.rows:,} rows, "
+                          f"checksum {expected_crc}")
+    log(f"{entry['name']}: {ds.rows / seconds:,.0f} rows/s in {seconds:.2f} s, checksum {crc} "
+        + ("OK" if ok else f"WRONG ({entry['error']})"))
+    return entry
+
+
+def _ceiling(admin: Target, entries: list[dict[str, Any]], ds: Dataset, log: Callable[[str], None]
+             ) -> dict[str, Any] | None:
+    """INSERT … SELECT from a verified table into a fresh one: the server alone."""
+    source = next((e["table"] for e in entries if e.get("status") == "ok"), None)
+    if source is None:
+        return None
+    table = TABLE_PREFIX + "server_ceiling"
+    _prepare_table(admin, table)
+    t0 = time.perf_counter()
+    admin.command(f"INSERT INTO {table} SELECT * FROM {source}")
+    seconds = time.perf_counter() - t0
+    rows, crc, _ = verify(admin, table)
+    log(f"server ceiling (INSERT INTO … SELECT * FROM {source}): {ds.rows / seconds:,.0f} rows/s in {seconds:.2f} s")
+    return {"sql": f"INSERT INTO {table} SELECT * FROM {source}", "seconds": seconds,
+            "rows_per_s": ds.rows / seconds if seconds else None, "row_count": rows, "checksum": crc}
+
+
+def drop_tables(ep: Endpoints, entries: list[dict[str, Any]]) -> None:
+    admin = admin_target(ep)
+    try:
+        for e in entries:
+            if e.get("table"):
+                admin.command(f"DROP TABLE IF EXISTS {e['table']}")
+        admin.command(f"DROP TABLE IF EXISTS {TABLE_PREFIX}server_ceiling")
+    finally:
+        admin.close()
