@@ -48,7 +48,10 @@ def verify(admin: Target, table: str) -> tuple[int, str, list[tuple[str, int, in
 
 def _prepare_table(admin: Target, table: str) -> None:
     admin.command(f"DROP TABLE IF EXISTS {table}")
-    admin.command(create_table_sql(table))
+    try:
+        admin.command(create_table_sql(table))
+    except QueryError:  # a server without LowCardinality (18.x): the same table with String
+        admin.command(create_table_sql(table).replace("LowCardinality(String)", "String"))
     if admin.info is not None and admin.info.knows("insert_deduplication_token"):
         with contextlib.suppress(QueryError):
             admin.command(f"ALTER TABLE {table} MODIFY SETTING non_replicated_deduplication_window = 1000")
@@ -126,7 +129,8 @@ def _one(admin: Target, cls: type[IngestPath], ds: Dataset, ep: Endpoints, batch
     name = cls.name
     table = TABLE_PREFIX + name.replace("-", "_") + (f"_{batch_size}" if sweep else "")
     _prepare_table(admin, table)
-    ctx = Context(ep, table, batch_size, token, dict(settings), compress)
+    ctx = Context(ep, table, batch_size, token, dict(settings), compress,
+                  dedup=admin.info is None or admin.info.knows("insert_deduplication_token"))
     path = cls()
     entry: dict[str, Any] = {"name": name if not sweep else f"{name}@{batch_size}", "path": name, "table": table,
                              "unit": path.unit(ctx), "description": cls.description,

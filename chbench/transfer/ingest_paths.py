@@ -43,8 +43,14 @@ class Context:
     token_prefix: str
     settings: dict[str, str] = field(default_factory=dict)  # e.g. async_insert
     compress: bool = False
+    dedup: bool = True  # the server knows insert_deduplication_token
     retries: int = 0  # batches sent again after a connection failure
     batch_ms: list[float] = field(default_factory=list)
+
+
+def token(ctx: Context, i: int | str) -> dict[str, str]:
+    """The batch's deduplication token, as a setting (nothing on servers without them)."""
+    return {"insert_deduplication_token": f"{ctx.token_prefix}-{i}"} if ctx.dedup else {}
 
 
 def with_retries(ctx: Context, send: Callable[[], None], errors: tuple[type[BaseException], ...]) -> None:
@@ -70,7 +76,7 @@ class IngestPath(ABC):
     description = ""
 
     def unit(self, ctx: Context) -> str:
-        return f"batches of {ctx.batch_size:,} rows" if self.batched else "one request for all rows"
+        return f"{ctx.batch_size:,}/batch" if self.batched else "1 request"
 
     def prepare(self, ds: Dataset, ctx: Context) -> None:  # noqa: B027 - optional
         """Build what will be sent (untimed)."""
@@ -116,7 +122,7 @@ class HttpFile(IngestPath):
                     yield gzip.compress(piece, 1) if ctx.compress else piece
 
         params = {"query": f"INSERT INTO {ctx.table} FORMAT CSVWithNames",
-                  "insert_deduplication_token": f"{ctx.token_prefix}-all", **ctx.settings}
+                  **token(ctx, "all"), **ctx.settings}
         headers = {"Content-Encoding": "gzip"} if ctx.compress else {}
         with_retries(ctx, lambda: _check(raw.post(params, pieces(), headers, chunked=True)), _http_errors())
         raw.close()
@@ -139,7 +145,7 @@ class HttpBatches(IngestPath):
         raw = RawHttp(ctx.endpoints.http, ctx.endpoints.password, ctx.endpoints.ca_file)
         for i, body in enumerate(self.bodies):
             params = {"query": f"INSERT INTO {ctx.table} FORMAT CSV",
-                      "insert_deduplication_token": f"{ctx.token_prefix}-{i}", **ctx.settings}
+                      **token(ctx, i), **ctx.settings}
 
             def one(body: bytes = body, params: dict[str, str] = params) -> None:
                 if ctx.compress:
@@ -166,7 +172,7 @@ class HttpNative(IngestPath):
         raw = RawHttp(ctx.endpoints.http, ctx.endpoints.password, ctx.endpoints.ca_file)
         for i, body in enumerate(self.bodies):
             params = {"query": f"INSERT INTO {ctx.table} FORMAT Native",
-                      "insert_deduplication_token": f"{ctx.token_prefix}-{i}", **ctx.settings}
+                      **token(ctx, i), **ctx.settings}
 
             def one(body: bytes = body, params: dict[str, str] = params) -> None:
                 if ctx.compress:
@@ -210,7 +216,7 @@ class ConnectColumns(IngestPath):
 
     def send(self, ds: Dataset, ctx: Context) -> None:
         for i, batch in enumerate(self.batches):
-            settings = {"insert_deduplication_token": f"{ctx.token_prefix}-{i}", **ctx.settings}
+            settings = {**token(ctx, i), **ctx.settings}
             with_retries(ctx, lambda b=batch, s=settings: self.client.insert(
                 ctx.table, b, column_names=COLUMNS, column_oriented=True, settings=s), _connect_errors())
 
@@ -230,7 +236,7 @@ class ConnectArrow(ConnectColumns):
 
     def send(self, ds: Dataset, ctx: Context) -> None:
         for i, batch in enumerate(self.batches):
-            settings = {"insert_deduplication_token": f"{ctx.token_prefix}-{i}", **ctx.settings}
+            settings = {**token(ctx, i), **ctx.settings}
             with_retries(ctx, lambda b=batch, s=settings: self.client.insert_arrow(ctx.table, b, settings=s),
                          _connect_errors())
 
@@ -269,7 +275,7 @@ class DriverRows(IngestPath):
         self.batches = [list(zip(*(c[a:b] for c in cols), strict=True)) for a, b in ds.batches(ctx.batch_size)]
 
     def _send(self, ctx: Context, data: Any, i: int, columnar: bool) -> None:
-        settings = {"insert_deduplication_token": f"{ctx.token_prefix}-{i}", **ctx.settings}
+        settings = {**token(ctx, i), **ctx.settings}
 
         def one() -> None:
             try:

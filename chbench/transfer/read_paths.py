@@ -62,7 +62,10 @@ def _raw_body(ctx: ReadContext, fmt: str) -> Any:
         headers["Accept-Encoding"] = "gzip"
     resp: http.client.HTTPResponse = raw.post(params, b"", headers)
     if resp.status != 200:
-        raise RuntimeError(resp.read().decode("utf-8", "replace").strip().splitlines()[0][:300])
+        text = resp.read().decode("utf-8", "replace").strip().splitlines()[0][:300]
+        if "Code: 73" in text or "UNKNOWN_FORMAT" in text or "Unknown format" in text:
+            raise Skip(f"the server has no FORMAT {fmt}")
+        raise RuntimeError(text)
     if resp.getheader("Content-Encoding") == "gzip":
         return gzip.GzipFile(fileobj=resp)
     return resp

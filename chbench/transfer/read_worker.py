@@ -53,11 +53,14 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     base = _rss_bytes()
     t0 = time.perf_counter()
     out: dict[str, Any] = {"status": "ok"}
-    if name.startswith("ceiling-"):
-        out["bytes"] = _ceiling(ctx, name.split("-", 1)[1])
-        out["rows"] = spec.get("rows")
-    else:
-        out["rows"] = PATHS[name].run(ctx)
+    try:
+        if name.startswith("ceiling-"):
+            out["bytes"] = _ceiling(ctx, name.split("-", 1)[1])
+            out["rows"] = spec.get("rows")
+        else:
+            out["rows"] = PATHS[name].run(ctx)
+    except Skip as e:
+        return {"status": "skipped", "reason": str(e)}
     out["seconds"] = time.perf_counter() - t0
     out["base_rss"] = base
     out["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
