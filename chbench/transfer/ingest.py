@@ -29,6 +29,7 @@ from chbench.transfer.endpoints import Endpoints
 from chbench.transfer.ingest_paths import PATHS, Context, IngestPath, PathError, Skip
 
 TABLE_PREFIX = "chbench_ingest_"
+CEILING_TRIES = 3
 
 
 def admin_target(ep: Endpoints) -> Target:
@@ -184,13 +185,17 @@ def _ceiling(admin: Target, entries: list[dict[str, Any]], ds: Dataset, log: Cal
     if source is None:
         return None
     table = TABLE_PREFIX + "server_ceiling"
-    _prepare_table(admin, table)
-    t0 = time.perf_counter()
-    admin.command(f"INSERT INTO {table} SELECT * FROM {source}")
-    seconds = time.perf_counter() - t0
+    times = []
+    for _ in range(CEILING_TRIES):  # the best of a few: a conservative yardstick
+        _prepare_table(admin, table)
+        t0 = time.perf_counter()
+        admin.command(f"INSERT INTO {table} SELECT * FROM {source}")
+        times.append(time.perf_counter() - t0)
+    seconds = min(times)
     rows, crc, _ = verify(admin, table)
-    log(f"server ceiling (INSERT INTO … SELECT * FROM {source}): {ds.rows / seconds:,.0f} rows/s in {seconds:.2f} s")
-    return {"sql": f"INSERT INTO {table} SELECT * FROM {source}", "seconds": seconds,
+    log(f"server ceiling (INSERT INTO … SELECT * FROM {source}, best of {CEILING_TRIES}): "
+        f"{ds.rows / seconds:,.0f} rows/s in {seconds:.2f} s")
+    return {"sql": f"INSERT INTO {table} SELECT * FROM {source}", "seconds": seconds, "tries_s": times,
             "rows_per_s": ds.rows / seconds if seconds else None, "row_count": rows, "checksum": crc}
 
 
