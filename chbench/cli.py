@@ -362,6 +362,9 @@ def build_parser() -> Parser:
     rd.add_argument("--paths", metavar="LIST", help="comma-separated paths (default: all this target can take)")
     rd.add_argument("--max-block-size", type=positive_int, metavar="N", help="max_block_size setting")
     rd.add_argument("--compress", action="store_true", help="compressed transfer (gzip raw HTTP, lz4 libraries)")
+    rd.add_argument("--buffer-bytes", type=positive_int, metavar="N",
+                    help="clickhouse-connect's read-ahead buffer (http_buffer_size; default 10 MiB) — the one "
+                         "client here with such a knob")
     rd.add_argument("--repeat", type=positive_int, default=1, help="runs per path, best kept (default 1)")
     rd.add_argument("--timeout", type=positive_float, default=600.0, metavar="S", help="per path (default 600)")
     rd.add_argument("--format", choices=["console", "markdown", "json"], default="console")

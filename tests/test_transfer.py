@@ -157,7 +157,7 @@ def test_bad_options_one_line_exit_2(args, needle):
 def test_read_every_server_path_against_the_ceilings(modern, tmp_path):
     out = tmp_path / "read.json"
     r = run_cli("read", "--target", modern.http_url, "--target", modern.native_url, "--rows", "200000",
-                "--max-block-size", "10000", "--out", str(out))
+                "--max-block-size", "10000", "--buffer-bytes", "1000000", "--out", str(out))
     assert r.code == 0, r.stderr
     res = load(out)["result"]
     assert [c["name"] for c in res["ceilings"]] == ["ceiling: null", "ceiling: native"]

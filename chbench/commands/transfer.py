@@ -126,7 +126,8 @@ def cmd_read(args: argparse.Namespace) -> int:
             sys.stderr.write(line + "\n")
 
     try:
-        doc["result"] = run_read(ep, query, expected, names, settings, args.compress, args.repeat, args.timeout, log)
+        doc["result"] = run_read(ep, query, expected, names, settings, args.compress, args.repeat, args.timeout, log,
+                                 args.buffer_bytes)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     _finish(args, doc)

@@ -43,10 +43,12 @@ def available(name: str, ep: Endpoints) -> str | None:
 
 
 def run_read(ep: Endpoints, query: str, rows: int | None, names: list[str], settings: dict[str, str],
-             compress: bool, repeat: int, timeout: float, log: Callable[[str], None]) -> dict[str, Any]:
+             compress: bool, repeat: int, timeout: float, log: Callable[[str], None],
+             buffer_bytes: int | None = None) -> dict[str, Any]:
     base = {"query": query, "rows": rows, "http": asdict(ep.http) if ep.http else None,
             "native": asdict(ep.native) if ep.native else None, "embedded": ep.embedded,
-            "password": ep.password, "ca_file": ep.ca_file, "settings": settings, "compress": compress}
+            "password": ep.password, "ca_file": ep.ca_file, "settings": settings, "compress": compress,
+            "buffer_bytes": buffer_bytes}
 
     def best(path: str) -> dict[str, Any]:
         runs = [_spawn({**base, "path": path}, timeout) for _ in range(repeat)]
@@ -94,4 +96,5 @@ def run_read(ep: Endpoints, query: str, rows: int | None, names: list[str], sett
             log(f"{name}: {r['status']} — {r.get('error') or r.get('reason')}")
         entries.append(entry)
     return {"query": query, "rows": rows, "settings": settings, "compress": compress, "repeat": repeat,
+            "buffer_bytes": buffer_bytes,
             "native_bytes": native_bytes, "ceilings": ceilings, "paths": entries}

@@ -32,6 +32,7 @@ class ReadContext:
     ca_file: str | None
     settings: dict[str, str] = field(default_factory=dict)
     compress: bool = False
+    buffer_bytes: int | None = None  # clickhouse-connect's read-ahead buffer (http_buffer_size)
     state: dict[str, Any] = field(default_factory=dict)  # what connect() opened
 
 
@@ -164,6 +165,10 @@ def http_rowbinary(ctx: ReadContext) -> int:
 
 def _connect_connect(ctx: ReadContext) -> None:
     import clickhouse_connect
+    from clickhouse_connect import common
+
+    if ctx.buffer_bytes:
+        common.set_setting("http_buffer_size", ctx.buffer_bytes)
 
     a = ctx.http
     if a is None:

@@ -40,6 +40,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         native=Address(**spec["native"]) if spec.get("native") else None,
         embedded=spec.get("embedded"), password=spec.get("password"), ca_file=spec.get("ca_file"),
         settings=spec.get("settings") or {}, compress=bool(spec.get("compress")),
+        buffer_bytes=spec.get("buffer_bytes"),
     )
     name = spec["path"]
     try:
