@@ -291,7 +291,8 @@ def build_parser() -> Parser:
                "  compare   compare two results files (or the two sides of one)\n"
                "  clickbench  ClickBench: load, run with checksums, compare, stress, crash-test\n"
                "  ingest    insert throughput through each client path, every table verified\n"
-               "  read      read throughput through each client path, against two ceilings\n\n"
+               "  read      read throughput through each client path, against two ceilings\n"
+               "  report    one self-contained HTML (or Markdown) report of results files\n\n"
                "quick start:\n  chbench run --out before.json && chbench run --out after.json && "
                "chbench compare before.json after.json",
     )
@@ -455,6 +456,24 @@ def build_parser() -> Parser:
     cbk.add_argument("--out", metavar="FILE", help="results file (JSON)")
     cbk.add_argument("--quiet", action="store_true")
 
+    rep = sub.add_parser("report", help="an HTML (and Markdown) report of results files",
+                         description="One self-contained HTML file (charts inline, nothing fetched when viewed) "
+                                     "and/or Markdown from results files: a run, two runs or a side-by-side run "
+                                     "(a comparison, with the same numbers as 'chbench compare'), load runs, "
+                                     "ClickBench files (ours and published ones), ingest and read files.",
+                         epilog="examples:\n  chbench report before.json after.json --html report.html --markdown "
+                                "report.md\n  chbench report load.json --html load.html\n  chbench report "
+                                "full.json result-clickhouse-c8g.4xlarge-20260822.json --html clickbench.html",
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    rep.add_argument("files", nargs="+", metavar="FILE")
+    rep.add_argument("--html", metavar="FILE", help="write the HTML report here")
+    rep.add_argument("--markdown", metavar="FILE", help="write the Markdown report here")
+    rep.add_argument("--threshold", type=percent, default=0.05, help="as in compare (default 5%%)")
+    rep.add_argument("--alpha", type=float, default=0.05, help="as in compare")
+    rep.add_argument("--correction", choices=["holm", "bh", "none"], default="holm")
+    rep.add_argument("--metric", choices=["client_ms", "server_ms"], default="client_ms")
+    rep.add_argument("--between-run-factor", type=float, default=0.7, metavar="F", help="as in compare")
+
     cmp_ = sub.add_parser("compare", help="compare results", epilog=COMPARE_EXAMPLES,
                           formatter_class=argparse.RawDescriptionHelpFormatter,
                           description="Compare two results files (or both sides of one side-by-side file).")
@@ -466,7 +485,7 @@ def build_parser() -> Parser:
     cmp_.add_argument("--between-run-factor", type=float, default=0.7, metavar="F",
                       help="two separate runs: allow for each run shifting a query's median by F x its "
                            "run-to-run spread (MAD); 0 turns it off (default 0.7, see docs/statistics.md)")
-    cmp_.add_argument("--format", choices=["console", "markdown", "json", "csv"], default="console")
+    cmp_.add_argument("--format", choices=["console", "markdown", "json", "csv", "html"], default="console")
     cmp_.add_argument("--fail-on", choices=["slower", "unstable", "never"], default="slower")
     cmp_.add_argument("--output", metavar="FILE", help="write the report here instead of stdout")
     return parser
@@ -496,6 +515,10 @@ def main(argv: list[str] | None = None) -> int:
             from chbench.commands.clickbench import cmd_clickbench
 
             return cmd_clickbench(args)
+        if args.command == "report":
+            from chbench.commands.report import cmd_report
+
+            return cmd_report(args)
         if args.command == "ingest":
             from chbench.commands.transfer import cmd_ingest
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from chbench.errors import EXIT_FINDING, EXIT_OK, UsageError
 from chbench.export import get_exporter
@@ -29,11 +30,13 @@ def match_names(a: Side, b: Side) -> tuple[list[str], dict[str, str]]:
     return names, rename
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
-    files = args.files
+def build_comparison(files: list[str], metric: str = "client_ms", threshold: float = 0.05, alpha: float = 0.05,
+                     correction: str = "holm", between_run_factor: float = 0.7) -> tuple[dict[str, Any], Side, Side]:
+    """The comparison document ``chbench compare --format json`` prints, with both sides
+    (their raw samples) for reports that plot them."""
     notes: list[str] = []
     if len(files) == 1:
-        loaded = load_results(files[0], args.metric)
+        loaded = load_results(files[0], metric)
         if len(loaded.sides) < 2:
             raise UsageError(f"{files[0]} holds one side only: give two results files to compare")
         side_a, side_b = loaded.sides[0], loaded.sides[1]
@@ -41,7 +44,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         statuses = [loaded.status]
         separate = False
     elif len(files) == 2:
-        la, lb = load_results(files[0], args.metric), load_results(files[1], args.metric)
+        la, lb = load_results(files[0], metric), load_results(files[1], metric)
         for l_ in (la, lb):
             if len(l_.sides) > 1:
                 notes.append(f"{l_.path} holds {len(l_.sides)} sides; its first ({l_.sides[0].label}) is compared")
@@ -74,14 +77,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if machine is None:
             notes.append("separate runs: drift of the machine between them cannot be told from a change; "
                          "a side-by-side run (two --target, or --setting-b/--scale-b) is more trustworthy")
-    opts = Options(threshold=args.threshold, alpha=args.alpha, correction=args.correction)
+    opts = Options(threshold=threshold, alpha=alpha, correction=correction)
     if separate and formats == ["chbench", "chbench"]:
-        opts.between_run = args.between_run_factor
+        opts.between_run = between_run_factor
     doc = compare_queries(names, side_a.queries, b_queries, opts, machine)
     doc["a_label"], doc["b_label"] = side_a.label, side_b.label
     doc["files"] = files
-    doc["metric"] = args.metric
+    doc["metric"] = metric
     doc["notes"] = notes
+    return doc, side_a, side_b
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    files = args.files
+    doc, _, _ = build_comparison(files, args.metric, args.threshold, args.alpha, args.correction,
+                                 args.between_run_factor)
     text = get_exporter(args.format).comparison(doc)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")

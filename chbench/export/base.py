@@ -17,6 +17,10 @@ class Exporter(ABC):
         """Render ClickBench scores (``chbench clickbench compare``)."""
         raise UsageError(f"the {self.name} format cannot show ClickBench scores")
 
+    def report(self, model: dict[str, Any]) -> str:
+        """Render a ``chbench report`` (chbench/report/model.py)."""
+        raise UsageError(f"the {self.name} format cannot show a report")
+
     def transfer(self, doc: dict[str, Any]) -> str:
         """Render an ``ingest`` or ``read`` results document."""
         raise UsageError(f"the {self.name} format cannot show transfer results")
@@ -157,6 +161,7 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
 def get_exporter(name: str) -> Exporter:
     from chbench.export.console import ConsoleExporter
     from chbench.export.csv import CsvExporter
+    from chbench.export.html import HtmlExporter
     from chbench.export.json import JsonExporter
     from chbench.export.markdown import MarkdownExporter
 
@@ -165,6 +170,7 @@ def get_exporter(name: str) -> Exporter:
         "json": JsonExporter,
         "markdown": MarkdownExporter,
         "csv": CsvExporter,
+        "html": HtmlExporter,
     }
     if name not in exporters:
         raise UsageError(f"unknown format '{name}': use one of {', '.join(exporters)}")

@@ -33,6 +33,53 @@ class MarkdownExporter(Exporter):
                    "entry's slowest query), geometric mean; combined = load 10%, size 10%, cold 20%, hot 60%.")
         return "\n".join(out) + "\n"
 
+    def report(self, model: dict[str, Any]) -> str:
+        """The report's content as Markdown (tables, verdicts, summaries; no charts)."""
+        out = [f"# {model['title']}", ""]
+        for sec in model["sections"]:
+            kind = sec["kind"]
+            if kind == "comparison":
+                out.append(self.comparison(sec["doc"]))
+            elif kind == "clickbench":
+                out.append(self.clickbench(sec["doc"]))
+            elif kind == "transfer":
+                out.append(self.transfer(sec["doc"]))
+            elif kind == "run":
+                out.append(self._run_section(sec))
+            elif kind == "load":
+                out.append(self._load_section(sec))
+        return "\n".join(out)
+
+    def _run_section(self, sec: dict[str, Any]) -> str:
+        out = [f"## Run: {sec['file']}", "",
+               "| query | side | runs | client ms (median) | server ms | server CPU ms | memory bytes | rows read |",
+               "|---|---|---:|---:|---:|---:|---:|---:|"]
+
+        def f(v: float | None, fmt: str) -> str:
+            return "-" if v is None else format(v, fmt)
+
+        for q in sec["queries"]:
+            for side, sm in q["summary"].items():
+                out.append(f"| {q['name']} | {side} | {sm['runs']} | {f(sm['client_ms'], '.2f')} | "
+                           f"{f(sm['server_ms'], '.2f')} | {f(sm['cpu_ms'], '.1f')} | {f(sm['memory'], ',.0f')} | "
+                           f"{f(sm['read_rows'], ',.0f')} |")
+        return "\n".join(out) + "\n"
+
+    def _load_section(self, sec: dict[str, Any]) -> str:
+        def f(v: float | None, fmt: str) -> str:
+            return "-" if v is None else format(v, fmt)
+
+        out = [f"## Load: {sec['file']}", "", "| concurrency | seconds | queries | QPS | p50 ms | p90 ms | p99 ms | "
+               "errors |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for lv in sec["levels"]:
+            out.append(f"| {lv['concurrency']} | {f(lv['seconds'], '.1f')} | {lv['queries']:,} | {f(lv['qps'], ',.2f')}"
+                       f" | {f(lv['p50_ms'], '.3f')} | {f(lv['p90_ms'], '.3f')} | {f(lv['p99_ms'], '.3f')} | "
+                       f"{lv['errors']:,} |")
+        knee = ((sec.get("sweep") or {}).get("knee") or {}).get("concurrency")
+        if sec.get("sweep"):
+            out += ["", f"Knee of the sweep: {knee if knee is not None else 'none'}."]
+        return "\n".join(out) + "\n"
+
     def transfer(self, doc: dict[str, Any]) -> str:
         title, header, rows, notes = transfer_table(doc)
         out = [f"## {title}", "", "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]

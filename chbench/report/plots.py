@@ -1,0 +1,211 @@
+"""The report's charts: matplotlib figures rendered to inline SVG strings.
+
+Why matplotlib SVG: a static file that needs no script to draw (it renders in a mail
+client's preview and offline), a well-kept plotting library instead of hand-drawn
+shapes, and small output: text stays text (``svg.fonttype = none``) and point clouds
+over a few hundred samples are rasterized into one embedded image per chart.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+matplotlib.rcParams.update({
+    "svg.fonttype": "none", "font.size": 8, "axes.titlesize": 9, "axes.spines.top": False,
+    "axes.spines.right": False, "figure.dpi": 100, "savefig.dpi": 100, "svg.hashsalt": "chbench",
+})
+
+VERDICT_COLORS = {"slower": "#d62728", "faster": "#2ca02c", "unstable": "#e6a700", "no change": "#7f7f7f",
+                  "failed": "#9467bd", "only in A": "#17becf", "only in B": "#17becf"}
+SIDE_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b"]
+RASTERIZE_ABOVE = 300
+
+
+def to_svg(fig: Any, name: str) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg"):]
+    # ids must be unique in one HTML page: prefix matplotlib's ids with the chart's name
+    prefix = re.sub(r"[^A-Za-z0-9]", "_", name)
+    svg = re.sub(r'id="([^"]+)"', rf'id="{prefix}_\1"', svg)
+    svg = re.sub(r'url\(#([^)]+)\)', rf'url(#{prefix}_\1)', svg)
+    svg = re.sub(r'xlink:href="#([^"]+)"', rf'xlink:href="#{prefix}_\1"', svg)
+    return svg.replace("<svg ", f'<svg data-plot="{name}" role="img" ', 1)
+
+
+def distribution(name: str, sides: list[tuple[str, list[float]]], unit: str = "ms") -> str:
+    """Every sample of each side as a strip over a box plot (horizontal)."""
+    sides = [(lb, v) for lb, v in sides if v]
+    fig, ax = plt.subplots(figsize=(4.2, 0.5 + 0.55 * max(1, len(sides))))
+    rng = np.random.default_rng(0)
+    for i, (_label, values) in enumerate(sides):
+        ax.boxplot([values], positions=[i], vert=False, widths=0.5, showfliers=False,
+                   medianprops={"color": "black"}, boxprops={"color": "#555"}, whiskerprops={"color": "#555"})
+        y = i + rng.uniform(-0.18, 0.18, len(values))
+        ax.scatter(values, y, s=6, alpha=0.55, color=SIDE_COLORS[i % len(SIDE_COLORS)],
+                   rasterized=len(values) > RASTERIZE_ABOVE, linewidths=0)
+    ax.set_yticks(range(len(sides)), [_short(lb) for lb, _ in sides])
+    ax.set_xlabel(unit)
+    ax.set_title("distribution (every sample)")
+    return to_svg(fig, name)
+
+
+def run_order(name: str, sides: list[tuple[str, list[float], list[float]]]) -> str:
+    """Client (solid) and server (dashed) time of each sample, in run order: drift shows."""
+    fig, ax = plt.subplots(figsize=(4.2, 1.9))
+    for i, (label, client, server) in enumerate(sides):
+        color = SIDE_COLORS[i % len(SIDE_COLORS)]
+        ax.plot(range(1, len(client) + 1), client, marker=".", ms=3, lw=0.8, color=color, label=f"{_short(label)}")
+        if server and any(v is not None for v in server):
+            ax.plot(range(1, len(server) + 1), [math.nan if v is None else v for v in server], lw=0.8, ls="--",
+                    color=color, alpha=0.7, label=f"{_short(label)} server")
+    ax.set_xlabel("sample, in run order")
+    ax.set_ylabel("ms")
+    ax.set_title("samples in run order")
+    ax.legend(fontsize=6, frameon=False)
+    return to_svg(fig, name)
+
+
+def forest(name: str, rows: list[dict[str, Any]], threshold: float) -> str:
+    """Ratio B/A with its confidence interval per query, coloured by verdict."""
+    rows = [r for r in rows if r.get("ratio")]
+    fig, ax = plt.subplots(figsize=(6.5, 0.6 + 0.22 * max(1, len(rows))))
+    for i, r in enumerate(rows):
+        y = len(rows) - 1 - i
+        color = VERDICT_COLORS.get(r["verdict"], "#333")
+        ci = r.get("ci") or [r["ratio"], r["ratio"]]
+        ax.plot(ci, [y, y], color=color, lw=1.6)
+        ax.plot([r["ratio"]], [y], "o", color=color, ms=4)
+    ax.axvline(1.0, color="black", lw=0.8)
+    ax.axvspan(1 / (1 + threshold), 1 + threshold, color="#ddd", alpha=0.6, lw=0)
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(rows)), [_short(r["name"], 38) for r in reversed(rows)])
+    ax.set_xlabel("ratio B / A (log scale), bars: confidence interval; grey: ±threshold")
+    handles = [plt.Line2D([], [], color=c, marker="o", lw=1.6, label=v) for v, c in VERDICT_COLORS.items()
+               if any(r["verdict"] == v for r in rows)]
+    ax.legend(handles=handles, fontsize=6, frameon=False, loc="lower right")
+    ax.set_title("ratios with confidence intervals")
+    return to_svg(fig, name)
+
+
+def load_timeline(name: str, timeline: list[dict[str, Any]]) -> str:
+    """QPS and p50/p99 over time, errors below."""
+    t = [p.get("t", i) for i, p in enumerate(timeline)]
+    fig, (ax, ax_err) = plt.subplots(2, 1, figsize=(6.5, 3.2), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    ax.plot(t, [p.get("qps") or 0 for p in timeline], color="#1f77b4", lw=1.2, label="QPS")
+    ax.set_ylabel("QPS")
+    ax2 = ax.twinx()
+    for key, color in (("p50_ms", "#2ca02c"), ("p99_ms", "#d62728")):
+        ax2.plot(t, [math.nan if p.get(key) is None else p[key] for p in timeline], color=color, lw=1, ls="--",
+                 label=key.replace("_ms", ""))
+    ax2.set_ylabel("latency ms")
+    lines = ax.get_lines() + ax2.get_lines()
+    ax.legend(lines, [ln.get_label() for ln in lines], fontsize=6, frameon=False, loc="upper left")
+    ax.set_title("QPS and latency over time")
+    ax_err.bar(t, [p.get("errors") or 0 for p in timeline], color="#9467bd", width=0.8 * _step(t))
+    ax_err.set_ylabel("errors")
+    ax_err.set_xlabel("seconds")
+    return to_svg(fig, name)
+
+
+def _step(t: list[float]) -> float:
+    return (t[1] - t[0]) if len(t) > 1 and t[1] > t[0] else 1.0
+
+
+def latency_histogram(name: str, buckets: list[tuple[float, float, int]]) -> str:
+    """A latency histogram on a log scale: (low ms, high ms, count) per bucket."""
+    fig, ax = plt.subplots(figsize=(6.5, 2.2))
+    if buckets:
+        lows = [b[0] for b in buckets]
+        widths = [max(b[1] - b[0], 1e-6) for b in buckets]
+        ax.bar(lows, [b[2] for b in buckets], width=widths, align="edge", color="#1f77b4", lw=0)
+        ax.set_xscale("log")
+    ax.set_xlabel("latency ms (log scale)")
+    ax.set_ylabel("queries")
+    ax.set_title("latency histogram")
+    return to_svg(fig, name)
+
+
+def sweep(name: str, levels: list[dict[str, Any]], knee: int | None) -> str:
+    """QPS and p99 against concurrency, the knee marked."""
+    c = [lv["concurrency"] for lv in levels]
+    fig, ax = plt.subplots(figsize=(6.5, 2.4))
+    ax.plot(c, [lv.get("qps") or 0 for lv in levels], marker="o", color="#1f77b4", label="QPS")
+    ax.set_xlabel("concurrency")
+    ax.set_ylabel("QPS")
+    ax2 = ax.twinx()
+    ax2.plot(c, [lv.get("p99_ms") or math.nan for lv in levels], marker="s", ls="--", color="#d62728", label="p99")
+    ax2.set_ylabel("p99 ms")
+    if knee is not None:
+        ax.axvline(knee, color="black", lw=0.8, ls=":")
+        ax.annotate(f"knee: {knee}", (knee, ax.get_ylim()[1]), fontsize=7, va="top")
+    ax.set_title("concurrency sweep")
+    return to_svg(fig, name)
+
+
+def clickbench_times(name: str, labels: list[str], queries: list[dict[str, Any]]) -> str:
+    """Cold and hot seconds per query and entry (log scale), like ClickBench's site."""
+    n = len(queries)
+    fig, ax = plt.subplots(figsize=(6.8, 0.8 + 0.19 * n * max(1, len(labels)) ** 0.5))
+    height = 0.8 / max(1, len(labels))
+    for j, label in enumerate(labels):
+        ys = [n - 1 - i + (j - (len(labels) - 1) / 2) * height for i in range(n)]
+        cold = [q["entries"][j]["cold_s"] or math.nan for q in queries]
+        hot = [q["entries"][j]["hot_s"] or math.nan for q in queries]
+        color = SIDE_COLORS[j % len(SIDE_COLORS)]
+        ax.barh(ys, cold, height=height, color=color, alpha=0.35, lw=0, label=f"{_short(label)} cold")
+        ax.barh(ys, hot, height=height * 0.55, color=color, lw=0, label=f"{_short(label)} hot")
+    ax.set_xscale("log")
+    ax.set_yticks(range(n), [f"Q{q['query'] - 1}" for q in reversed(queries)], fontsize=6)
+    ax.set_xlabel("seconds (log scale); light: cold (try 1), dark: hot (best of tries 2–3)")
+    ax.legend(fontsize=6, frameon=False, loc="lower right")
+    ax.set_title("per-query times")
+    return to_svg(fig, name)
+
+
+def clickbench_ratios(name: str, labels: list[str], queries: list[dict[str, Any]]) -> str:
+    """Hot ratio to the best entry per query ((t + 10 ms) / (best + 10 ms)), log scale."""
+    n = len(queries)
+    fig, ax = plt.subplots(figsize=(6.8, 2.6))
+    width = 0.8 / max(1, len(labels))
+    for j, label in enumerate(labels):
+        xs = [i + (j - (len(labels) - 1) / 2) * width for i in range(n)]
+        ax.bar(xs, [q["entries"][j]["hot_ratio"] for q in queries], width=width, lw=0,
+               color=SIDE_COLORS[j % len(SIDE_COLORS)], label=_short(label))
+    ax.set_yscale("log")
+    ax.axhline(1.0, color="black", lw=0.6)
+    ax.set_xticks(range(n), [str(q["query"] - 1) for q in queries], fontsize=5)
+    ax.set_xlabel("query")
+    ax.set_ylabel("hot ratio to the best (log)")
+    ax.legend(fontsize=6, frameon=False)
+    ax.set_title("relative hot times (1 = the best entry)")
+    return to_svg(fig, name)
+
+
+def throughput(name: str, rows: list[tuple[str, float]], ceilings: list[tuple[str, float]]) -> str:
+    """Rows/s per path, ceilings as vertical lines."""
+    fig, ax = plt.subplots(figsize=(6.5, 0.7 + 0.25 * max(1, len(rows))))
+    ax.barh(range(len(rows)), [r[1] for r in reversed(rows)], color="#1f77b4", lw=0)
+    ax.set_yticks(range(len(rows)), [r[0] for r in reversed(rows)])
+    for i, (label, value) in enumerate(ceilings):
+        ax.axvline(value, color=["#d62728", "#2ca02c"][i % 2], lw=1, ls="--", label=f"{label}: {value:,.0f}")
+    ax.set_xlabel("rows/s")
+    if ceilings:
+        ax.legend(fontsize=6, frameon=False, loc="lower right")
+    ax.set_title("throughput per path")
+    return to_svg(fig, name)
+
+
+def _short(text: str, n: int = 30) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
