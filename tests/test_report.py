@@ -186,3 +186,19 @@ def test_bad_input_one_line(files, tmp_path, case, needle):
     assert_one_line_error(r)
     assert needle in r.stderr
     json.dumps(args)
+
+
+def test_side_by_side_file_and_compare_html(tmp_path):
+    q = tmp_path / "q.sql"
+    q.write_text("-- name: s\nSELECT sum(number) FROM numbers(1000000);\n")
+    sbs = tmp_path / "sbs.json"
+    assert run_cli("run", "--queries", str(q), "--setting-b", "max_threads=1", "--iterations", "4", "--quiet",
+                   "--out", str(sbs)).code == 0
+    r = run_cli("report", str(sbs), "--html", str(tmp_path / "s.html"), "--markdown", str(tmp_path / "s.md"))
+    assert r.code == 0, r.stderr
+    html = (tmp_path / "s.html").read_text()
+    assert 'data-section="comparison"' in html and 'data-plot="forest"' in html and 'data-query="s"' in html
+    assert "| s |" in (tmp_path / "s.md").read_text()
+    r = run_cli("compare", str(sbs), "--format", "html", "--output", str(tmp_path / "c.html"), "--fail-on", "never")
+    assert r.code == 0, r.stderr
+    assert (tmp_path / "c.html").read_text().startswith("<!DOCTYPE html>")
