@@ -46,6 +46,7 @@ LIGHT_REVISION = defines.DBMS_MIN_PROTOCOL_VERSION_WITH_INCREMENTAL_PROFILE_EVEN
 STAGES = {"fetch_columns": 0, "with_mergeable_state": 1, "complete": 2}
 
 _NETWORK_ERRORS = (cherrors.NetworkError, cherrors.SocketTimeoutError, EOFError, ConnectionError, OSError)
+_QUERY_ERRORS = (cherrors.Error, EOFError, OSError)  # everything _translate() maps
 
 
 class NativeTarget(Target):
@@ -119,18 +120,8 @@ class NativeTarget(Target):
             _send_query(conn, sql, query_id, self.stage)
             s = Sample(query_id=query_id)
             rows = _receive_result(conn, s)
-        except cherrors.ServerException as e:
-            raise QueryError(e.code, self._message(e)) from None
-        except cherrors.SocketTimeoutError:
-            conn.disconnect()
-            self.kill_query(query_id)
-            raise QueryError(159, f"client timeout: no answer within {timeout:.0f} s (query killed)") from None
-        except _NETWORK_ERRORS as e:
-            conn.disconnect()
-            raise ServerLost(f"{self.url}: server stopped answering ({self._message(e)})") from None
-        except cherrors.Error as e:  # e.g. a result type the driver cannot decode: the stream is lost
-            conn.disconnect()
-            raise QueryError(None, f"client cannot read the result: {self._message(e)}") from None
+        except _QUERY_ERRORS as e:
+            raise self._translate(e, conn, query_id, timeout) from None
         s.client_ms = (time.perf_counter() - t0) * 1000.0
         s.result_rows = rows
         return s
@@ -142,18 +133,8 @@ class NativeTarget(Target):
         t0 = time.perf_counter()
         try:
             rows, columns = self._client.execute(sql, settings=settings, query_id=query_id, with_column_types=True)
-        except cherrors.ServerException as e:
-            raise QueryError(e.code, self._message(e)) from None
-        except cherrors.SocketTimeoutError:
-            conn.disconnect()
-            self.kill_query(query_id)
-            raise QueryError(159, f"client timeout: no answer within {timeout:.0f} s (query killed)") from None
-        except _NETWORK_ERRORS as e:
-            conn.disconnect()
-            raise ServerLost(f"{self.url}: server stopped answering ({self._message(e)})") from None
-        except cherrors.Error as e:
-            conn.disconnect()
-            raise QueryError(None, f"client cannot read the result: {self._message(e)}") from None
+        except _QUERY_ERRORS as e:
+            raise self._translate(e, conn, query_id, timeout) from None
         s = Sample(query_id=query_id, client_ms=(time.perf_counter() - t0) * 1000.0, result_rows=len(rows))
         progress = getattr(self._client.last_query, "progress", None)
         if progress is not None:
@@ -164,6 +145,19 @@ class NativeTarget(Target):
         names = [c[0] for c in columns]
         types = [c[1] for c in columns]
         return s, Result(names, types, [[_text(v) for v in row] for row in rows])
+
+    def _translate(self, e: BaseException, conn: Any, query_id: str, timeout: float | None) -> Exception:
+        """A driver or network error of one query, as chbench reports it."""
+        if isinstance(e, cherrors.ServerException):
+            return QueryError(e.code, self._message(e))
+        conn.disconnect()
+        if isinstance(e, cherrors.SocketTimeoutError):
+            self.kill_query(query_id)
+            return QueryError(159, f"client timeout: no answer within {timeout or 0:.0f} s (query killed)")
+        if isinstance(e, _NETWORK_ERRORS):
+            return ServerLost(f"{self.url}: server stopped answering ({self._message(e)})")  # type: ignore[arg-type]
+        # e.g. a result type the driver cannot decode: the stream is lost
+        return QueryError(None, f"client cannot read the result: {self._message(e)}")  # type: ignore[arg-type]
 
     def reconnect(self) -> None:
         self._client.connection.disconnect()

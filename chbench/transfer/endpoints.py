@@ -13,6 +13,7 @@ import base64
 import http.client
 import ssl
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote, urlencode, urlsplit
 
 from chbench.errors import UsageError
@@ -84,6 +85,44 @@ def parse_endpoints(specs: list[str], user: str | None, database: str | None, pa
     if ep.embedded is not None and (ep.http or ep.native):
         raise UsageError("the embedded engine and a server are different targets: benchmark one at a time")
     return ep
+
+
+class Skip(Exception):
+    """A path cannot run here; the message says why (reported, not failed)."""
+
+
+def connect_client(addr: Address | None, password: str | None, ca_file: str | None, compress: bool) -> Any:
+    """A clickhouse-connect client for ``addr`` (Skip when there is none or it cannot connect)."""
+    import clickhouse_connect
+
+    if addr is None:
+        raise Skip("needs an http:// target")
+    try:
+        return clickhouse_connect.get_client(host=addr.host, port=addr.port, username=addr.user,
+                                             password=password or "", database=addr.database or "default",
+                                             secure=addr.secure, ca_cert=ca_file, compress="lz4" if compress else False)
+    except Exception as e:  # noqa: BLE001 - e.g. a server too old for clickhouse-connect
+        raise Skip(f"clickhouse-connect cannot connect: {str(e).splitlines()[0][:200]}") from None
+
+
+def driver_client(addr: Address | None, password: str | None, ca_file: str | None, compress: bool,
+                  settings: dict[str, Any] | None = None) -> Any:
+    """A clickhouse-driver client for ``addr`` (Skip when there is none, or for compression
+    without the clickhouse-cityhash package it needs)."""
+    from clickhouse_driver import Client
+
+    if addr is None:
+        raise Skip("needs a clickhouse:// target")
+    kw: dict[str, Any] = {}
+    if compress:
+        try:
+            import clickhouse_cityhash  # noqa: F401 - clickhouse-driver's compression needs it
+        except ImportError:
+            raise Skip("clickhouse-driver compression needs the clickhouse-cityhash package") from None
+        kw["compression"] = "lz4"
+    return Client(host=addr.host, port=addr.port, user=addr.user, password=password or "",
+                  database=addr.database or "default", secure=addr.secure, ca_certs=ca_file, client_name="chbench",
+                  settings=settings or {}, **kw)
 
 
 class RawHttp:

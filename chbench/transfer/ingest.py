@@ -25,8 +25,8 @@ import numpy as np
 from chbench.errors import QueryError, ServerLost
 from chbench.targets import Credentials, Target, make_target
 from chbench.transfer.dataset import VERIFY_SQL, Dataset, crc32_of, create_table_sql
-from chbench.transfer.endpoints import Endpoints
-from chbench.transfer.ingest_paths import PATHS, Context, IngestPath, PathError, Skip
+from chbench.transfer.endpoints import Endpoints, Skip
+from chbench.transfer.ingest_paths import PATHS, Context, IngestPath, PathError
 
 TABLE_PREFIX = "chbench_ingest_"
 CEILING_TRIES = 3

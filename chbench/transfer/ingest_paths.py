@@ -22,17 +22,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chbench.transfer.dataset import COLUMNS, Dataset
-from chbench.transfer.endpoints import Endpoints, RawHttp
+from chbench.transfer.endpoints import Endpoints, RawHttp, connect_client, driver_client
 
 RETRIES = 3
 
 
 class PathError(Exception):
     """The path could not land its data (server error, or retries exhausted)."""
-
-
-class Skip(Exception):
-    """The path cannot run here; the message says why."""
 
 
 @dataclass
@@ -132,20 +128,18 @@ class HttpFile(IngestPath):
             os.unlink(self.path)
 
 
-class HttpBatches(IngestPath):
-    name = "http-batches"
-    protocol = "http"
-    description = "raw HTTP: one POST of CSV per batch, keep-alive"
+class _HttpBodies(IngestPath):
+    """Raw HTTP, one POST per prepared batch body, on one keep-alive connection."""
 
-    def prepare(self, ds: Dataset, ctx: Context) -> None:
-        self.bodies = [ds.csv_bytes(a, b, header=False) for a, b in ds.batches(ctx.batch_size)]
+    protocol = "http"
+    fmt = ""
+    bodies: list[bytes]
 
     def send(self, ds: Dataset, ctx: Context) -> None:
         assert ctx.endpoints.http is not None
         raw = RawHttp(ctx.endpoints.http, ctx.endpoints.password, ctx.endpoints.ca_file)
         for i, body in enumerate(self.bodies):
-            params = {"query": f"INSERT INTO {ctx.table} FORMAT CSV",
-                      **token(ctx, i), **ctx.settings}
+            params = {"query": f"INSERT INTO {ctx.table} FORMAT {self.fmt}", **token(ctx, i), **ctx.settings}
 
             def one(body: bytes = body, params: dict[str, str] = params) -> None:
                 if ctx.compress:
@@ -157,9 +151,18 @@ class HttpBatches(IngestPath):
         raw.close()
 
 
-class HttpNative(IngestPath):
+class HttpBatches(_HttpBodies):
+    name = "http-batches"
+    fmt = "CSV"
+    description = "raw HTTP: one POST of CSV per batch, keep-alive"
+
+    def prepare(self, ds: Dataset, ctx: Context) -> None:
+        self.bodies = [ds.csv_bytes(a, b, header=False) for a, b in ds.batches(ctx.batch_size)]
+
+
+class HttpNative(_HttpBodies):
     name = "http-native"
-    protocol = "http"
+    fmt = "Native"
     description = "raw HTTP: one POST of a Native-format body per batch (bodies built with numpy before timing)"
 
     def prepare(self, ds: Dataset, ctx: Context) -> None:
@@ -167,35 +170,9 @@ class HttpNative(IngestPath):
 
         self.bodies = [encode_dataset(ds, a, b) for a, b in ds.batches(ctx.batch_size)]
 
-    def send(self, ds: Dataset, ctx: Context) -> None:
-        assert ctx.endpoints.http is not None
-        raw = RawHttp(ctx.endpoints.http, ctx.endpoints.password, ctx.endpoints.ca_file)
-        for i, body in enumerate(self.bodies):
-            params = {"query": f"INSERT INTO {ctx.table} FORMAT Native",
-                      **token(ctx, i), **ctx.settings}
-
-            def one(body: bytes = body, params: dict[str, str] = params) -> None:
-                if ctx.compress:
-                    _check(raw.post(params, gzip.compress(body, 1), {"Content-Encoding": "gzip"}))
-                else:
-                    _check(raw.post(params, body))
-
-            with_retries(ctx, one, _http_errors())
-        raw.close()
-
 
 def _connect_client(ctx: Context) -> Any:
-    import clickhouse_connect
-
-    a = ctx.endpoints.http
-    assert a is not None
-    try:
-        return clickhouse_connect.get_client(host=a.host, port=a.port, username=a.user,
-                                             password=ctx.endpoints.password or "", database=a.database or "default",
-                                             secure=a.secure, ca_cert=ctx.endpoints.ca_file,
-                                             compress="lz4" if ctx.compress else False)
-    except Exception as e:  # noqa: BLE001 - e.g. a server too old for clickhouse-connect
-        raise Skip(f"clickhouse-connect cannot connect: {str(e).splitlines()[0][:200]}") from None
+    return connect_client(ctx.endpoints.http, ctx.endpoints.password, ctx.endpoints.ca_file, ctx.compress)
 
 
 def _connect_errors() -> tuple[type[BaseException], ...]:
@@ -242,20 +219,7 @@ class ConnectArrow(ConnectColumns):
 
 
 def _driver_client(ctx: Context) -> Any:
-    from clickhouse_driver import Client
-
-    a = ctx.endpoints.native
-    assert a is not None
-    kw: dict[str, Any] = {}
-    if ctx.compress:
-        try:
-            import clickhouse_cityhash  # noqa: F401 - clickhouse-driver's compression needs it
-        except ImportError:
-            raise Skip("clickhouse-driver compression needs the clickhouse-cityhash package") from None
-        kw["compression"] = "lz4"
-    return Client(host=a.host, port=a.port, user=a.user, password=ctx.endpoints.password or "",
-                  database=a.database or "default", secure=a.secure, ca_certs=ctx.endpoints.ca_file,
-                  client_name="chbench", **kw)
+    return driver_client(ctx.endpoints.native, ctx.endpoints.password, ctx.endpoints.ca_file, ctx.compress)
 
 
 def _driver_errors() -> tuple[type[BaseException], ...]:

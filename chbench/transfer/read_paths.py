@@ -14,11 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chbench.transfer.endpoints import Address, RawHttp
-
-
-class Skip(Exception):
-    """The path cannot run here; the message says why."""
+from chbench.transfer.endpoints import Address, RawHttp, Skip, connect_client, driver_client
 
 
 @dataclass
@@ -164,21 +160,11 @@ def http_rowbinary(ctx: ReadContext) -> int:
 # -- clickhouse-connect -----------------------------------------------------------------
 
 def _connect_connect(ctx: ReadContext) -> None:
-    import clickhouse_connect
     from clickhouse_connect import common
 
     if ctx.buffer_bytes:
         common.set_setting("http_buffer_size", ctx.buffer_bytes)
-
-    a = ctx.http
-    if a is None:
-        raise Skip("needs an http:// target")
-    try:
-        ctx.state["client"] = clickhouse_connect.get_client(
-            host=a.host, port=a.port, username=a.user, password=ctx.password or "", database=a.database or "default",
-            secure=a.secure, ca_cert=ctx.ca_file, compress="lz4" if ctx.compress else False)
-    except Exception as e:  # noqa: BLE001 - e.g. a server too old for clickhouse-connect
-        raise Skip(f"clickhouse-connect cannot connect: {str(e).splitlines()[0][:200]}") from None
+    ctx.state["client"] = connect_client(ctx.http, ctx.password, ctx.ca_file, ctx.compress)
 
 
 def connect_rows(ctx: ReadContext) -> int:
@@ -216,22 +202,7 @@ def connect_stream(ctx: ReadContext) -> int:
 # -- clickhouse-driver ------------------------------------------------------------------
 
 def _driver(ctx: ReadContext, numpy: bool = False) -> None:
-    from clickhouse_driver import Client
-
-    a = ctx.native
-    if a is None:
-        raise Skip("needs a clickhouse:// target")
-    kw: dict[str, Any] = {}
-    if ctx.compress:
-        try:
-            import clickhouse_cityhash  # noqa: F401
-        except ImportError:
-            raise Skip("clickhouse-driver compression needs the clickhouse-cityhash package") from None
-        kw["compression"] = "lz4"
-    settings = {"use_numpy": True} if numpy else {}
-    client = Client(host=a.host, port=a.port, user=a.user, password=ctx.password or "",
-                    database=a.database or "default", secure=a.secure, ca_certs=ctx.ca_file, client_name="chbench",
-                    settings=settings, **kw)
+    client = driver_client(ctx.native, ctx.password, ctx.ca_file, ctx.compress, {"use_numpy": True} if numpy else None)
     client.execute("SELECT 1")
     ctx.state["client"] = client
 

@@ -14,8 +14,8 @@ import sys
 import time
 from typing import Any
 
-from chbench.transfer.endpoints import Address
-from chbench.transfer.read_paths import PATHS, ReadContext, Skip, _embedded, _raw_body, _raw_connect
+from chbench.transfer.endpoints import Address, Skip
+from chbench.transfer.read_paths import PATHS, ReadContext, _embedded, _raw_body, _raw_connect
 
 
 def _rss_bytes() -> int:
