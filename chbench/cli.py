@@ -286,13 +286,13 @@ def build_parser() -> Parser:
         description="chbench — honest ClickHouse benchmarks: run a query suite, compare runs with verdicts "
                     "that survive an A/A test.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="commands:\n  run       measure a query suite on one or two targets\n"
-               "  load      put load on a server: clickhouse-benchmark's flags, open loop, sweeps\n"
-               "  compare   compare two results files (or the two sides of one)\n"
+        epilog="commands:\n  run         measure a query suite on one or two targets\n"
+               "  load        put load on a server: clickhouse-benchmark's flags, open loop, sweeps\n"
+               "  compare     compare two results files (or the two sides of one)\n"
                "  clickbench  ClickBench: load, run with checksums, compare, stress, crash-test\n"
-               "  ingest    insert throughput through each client path, every table verified\n"
-               "  read      read throughput through each client path, against two ceilings\n"
-               "  report    one self-contained HTML (or Markdown) report of results files\n\n"
+               "  ingest      insert throughput through each client path, every table verified\n"
+               "  read        read throughput through each client path, against two ceilings\n"
+               "  report      one self-contained HTML (or Markdown) report of results files\n\n"
                "quick start:\n  chbench run --out before.json && chbench run --out after.json && "
                "chbench compare before.json after.json",
     )

@@ -121,6 +121,44 @@ def allocate(n: int, dtype: Any) -> np.ndarray:
     return np.frombuffer(m, dtype=dtype, count=n)
 
 
+def _strings(r: _Reader, n: int) -> list[str]:
+    """``n`` String values: a tight loop over the buffered bytes (one method call per
+    refill, not per value)."""
+    out: list[str] = []
+    append = out.append
+    while n:
+        buf, pos, end = r.buf, r.pos, len(r.buf)
+        while n:
+            if pos >= end:
+                break
+            length = buf[pos]
+            p = pos + 1
+            if length >= 0x80:  # a multi-byte varint length
+                length &= 0x7F
+                shift = 7
+                while True:
+                    if p >= end:
+                        length = -1
+                        break
+                    b = buf[p]
+                    p += 1
+                    length |= (b & 0x7F) << shift
+                    if b < 0x80:
+                        break
+                    shift += 7
+                if length < 0:
+                    break
+            if p + length > end:
+                break
+            append(buf[p:p + length].decode("utf-8", "replace"))
+            pos = p + length
+            n -= 1
+        r.pos = pos
+        if n and not r._fill(len(r.buf) - r.pos + 1):
+            raise EOFError("Native body ended in the middle of a String column")
+    return out
+
+
 def read_native(stream: BinaryIO, expected_rows: int | None = None) -> dict[str, Any]:
     """Decode a Native body into {column: numpy array (fixed types) or list of str}.
 
@@ -149,7 +187,7 @@ def read_native(stream: BinaryIO, expected_rows: int | None = None) -> dict[str,
                     r.readinto(memoryview(block).cast("B"))
                     parts.setdefault(name, []).append(block)
             elif type_name == "String":
-                parts.setdefault(name, []).append([r.string() for _ in range(nrows)])
+                parts.setdefault(name, []).append(_strings(r, nrows))
             else:
                 raise ValueError(f"the lean Native reader does not read {type_name}")
         filled += nrows
