@@ -14,7 +14,6 @@ defines it.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,13 +66,10 @@ def _number(v: Any, what: str, path: str) -> float | None:
 
 
 def load_entry(path: str) -> Entry:
+    from chbench.results.load import read_json_object
+
     p = Path(path)
-    if not p.is_file():
-        raise UsageError(f"results file not found: {path}")
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise UsageError(f"{path}: not a ClickBench results file (not JSON)") from None
+    doc = read_json_object(path, "a ClickBench results file")
     if isinstance(doc, dict) and doc.get("kind") == "clickbench" and "schema" in doc:  # our full results file
         if not isinstance(doc.get("clickbench"), dict):
             raise UsageError(f"{path}: this chbench clickbench run did not finish (status {doc.get('status')!r})")

@@ -5,7 +5,6 @@ and test crash recovery."""
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import sys
 import time
@@ -18,6 +17,7 @@ from chbench.clickbench.results import load_entry, score
 from chbench.commands.connection import credentials, target_specs
 from chbench.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, ChbenchError, QueryError, ServerLost, UsageError
 from chbench.export import get_exporter
+from chbench.results.load import read_json_object
 from chbench.results.store import write_atomic
 from chbench.runner.environment import document_header, now_iso
 from chbench.targets import Target, make_target
@@ -197,14 +197,8 @@ def clickbench_entry(args: argparse.Namespace, target: Target, outcomes: list[An
 
 
 def _read_ours(path: str, kind: str) -> dict[str, Any]:
-    p = Path(path)
-    if not p.is_file():
-        raise UsageError(f"file not found: {path}")
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise UsageError(f"{path}: not a chbench results file (not JSON)") from None
-    if not isinstance(doc, dict) or doc.get("kind") != kind:
+    doc = read_json_object(path, f"a chbench '{kind}' results file")
+    if doc.get("kind") != kind:
         raise UsageError(f"{path}: not a chbench '{kind}' results file")
     return doc
 

@@ -9,12 +9,12 @@ the number those commands print for the same files.
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 from typing import Any
 
 from chbench.errors import UsageError
+from chbench.results.load import read_json_object
 from chbench.results.store import SCHEMA_NAME
 from chbench.stats.histogram import Histogram, bucket_bounds
 
@@ -22,15 +22,7 @@ COMPARABLE = ("run", "foreign")
 
 
 def classify(path: str) -> tuple[str, dict[str, Any]]:
-    p = Path(path)
-    if not p.is_file():
-        raise UsageError(f"results file not found: {path}")
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise UsageError(f"{path}: not a results file (not JSON)") from None
-    if not isinstance(doc, dict):
-        raise UsageError(f"{path}: not a results file")
+    doc = read_json_object(path)
     if (doc.get("schema") or {}).get("name") == SCHEMA_NAME:
         kind = str(doc.get("kind"))
         if kind in ("run", "load", "clickbench", "ingest", "read"):

@@ -38,19 +38,24 @@ class Loaded:
     status: str = "complete"
 
 
-def load_results(path: str, metric: str = "client_ms") -> Loaded:
+def read_json_object(path: str, what: str = "a results file") -> dict[str, Any]:
+    """A JSON object from ``path``, or one clear UsageError naming ``what`` it should be."""
     p = Path(path)
     if not p.exists():
         raise UsageError(f"results file not found: {path}")
     if p.is_dir():
-        raise UsageError(f"{path} is a directory, not a results file")
-    raw = p.read_bytes()
+        raise UsageError(f"{path} is a directory, not {what}")
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        doc = json.loads(p.read_bytes().decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
-        raise UsageError(f"{path}: not a results file (not JSON)") from None
+        raise UsageError(f"{path}: not {what} (not JSON)") from None
     if not isinstance(doc, dict):
-        raise UsageError(f"{path}: not a results file (JSON, but not an object)")
+        raise UsageError(f"{path}: not {what} (JSON, but not an object)")
+    return doc
+
+
+def load_results(path: str, metric: str = "client_ms") -> Loaded:
+    doc = read_json_object(path)
     schema = doc.get("schema")
     if isinstance(schema, dict) and schema.get("name") == SCHEMA_NAME:
         if int(schema.get("version", 0)) > SCHEMA_VERSION:
