@@ -7,7 +7,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,27 @@ def run_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = N
         cwd=REPO,
     )
     return Result(p.returncode, p.stdout, p.stderr)
+
+
+def spawn_cli(*args: str) -> subprocess.Popen[str]:
+    """The real command line in the background (for Ctrl-C and dead-server tests)."""
+    return subprocess.Popen([sys.executable, "-m", "chbench", *args], cwd=REPO, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_results(out: Path, proc: subprocess.Popen[str], ready: Callable[[Any], bool],
+                     timeout: float = 60) -> None:
+    """Until the results file ``out`` (rewritten atomically as the run goes) satisfies ``ready``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        try:
+            if ready(load(out)):
+                return
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"{out} never became ready")
 
 
 def load(path: Path | str) -> Any:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ from chbench.clickbench import queries
 from chbench.clickbench.checksum import Result, analyse, checksum, mode, parse_tsv_with_types
 from chbench.clickbench.crash import table_checksum
 from chbench.targets import Credentials, make_target
-from tests.conftest import REPO, assert_one_line_error, load, run_cli
+from tests.conftest import assert_one_line_error, load, run_cli, spawn_cli, wait_for_results
 from tests.engines import ModernServer
 
 ROWS = 300_000
@@ -267,11 +265,8 @@ def test_killed_server_mid_run_keeps_the_results(tmp_path):
     try:
         assert run_cli("clickbench", "load", "--target", server.http_url, "--synthetic", "200000").code == 0
         out = tmp_path / "k.json"
-        proc = subprocess.Popen([sys.executable, "-m", "chbench", "clickbench", "run", "--target", server.http_url,
-                                 "--out", str(out), "--quiet"], cwd=REPO, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (out.exists() and len(load(out)["queries"]) >= 3):
-            time.sleep(0.05)
+        proc = spawn_cli("clickbench", "run", "--target", server.http_url, "--out", str(out), "--quiet")
+        wait_for_results(out, proc, lambda doc: len(doc["queries"]) >= 3)
         server.kill()
         _, err = proc.communicate(timeout=60)
     finally:
@@ -285,11 +280,8 @@ def test_killed_server_mid_run_keeps_the_results(tmp_path):
 def test_interrupted_run_keeps_the_results(embedded_run, tmp_path):
     _, target = embedded_run
     out = tmp_path / "i.json"
-    proc = subprocess.Popen([sys.executable, "-m", "chbench", "clickbench", "run", "--target", target,
-                             "--out", str(out), "--quiet"], cwd=REPO, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (out.exists() and len(load(out)["queries"]) >= 2):
-        time.sleep(0.05)
+    proc = spawn_cli("clickbench", "run", "--target", target, "--out", str(out), "--quiet")
+    wait_for_results(out, proc, lambda doc: len(doc["queries"]) >= 2)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

@@ -7,12 +7,11 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-from tests.conftest import PASSWORD, REPO, assert_one_line_error, load, run_cli
+from tests.conftest import PASSWORD, assert_one_line_error, load, run_cli, spawn_cli
 from tests.engines import ModernServer
 
 STATUS_LINE = re.compile(
@@ -207,8 +206,7 @@ def test_embedded_engine_is_the_default_and_says_what_concurrency_means(tmp_path
 
 
 def _spawn(args: list[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "chbench", "load", *args], cwd=REPO, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return spawn_cli("load", *args)
 
 
 def test_ctrl_c_prints_the_final_report_and_keeps_the_file(modern, tmp_path):

@@ -6,13 +6,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import PASSWORD, REPO, assert_one_line_error, load, run_cli
+from tests.conftest import PASSWORD, assert_one_line_error, load, run_cli, spawn_cli, wait_for_results
 from tests.engines import ModernServer
 
 FAST = ["--scale", "0.02", "--iterations", "3", "--warmup", "0", "--quiet"]
@@ -161,21 +159,11 @@ def test_password_from_env_and_file_never_stored(legacy, tmp_path):
 
 
 def _spawn(args: list[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "chbench", *args], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return spawn_cli(*args)
 
 
 def _wait_for_samples(out: Path, proc: subprocess.Popen[str], n: int, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        try:
-            if len(samples(load(out))) >= n:
-                return
-        except (OSError, ValueError, KeyError):
-            pass
-        time.sleep(0.2)
-    raise AssertionError("no samples appeared")
+    wait_for_results(out, proc, lambda doc: len(samples(doc)) >= n, timeout)
 
 
 def test_ctrl_c_keeps_everything_measured(modern, tmp_path):
