@@ -82,12 +82,13 @@ def test_comparison_mode_same_server_twice_and_two_different_servers(modern, leg
     assert "rank-based" in same.stderr
     keyed = load(tmp_path / "same.json")
     assert len(keyed) == 2 and all(set(v) == {"statistics", "query_time_percentiles"} for v in keyed.values())
-    cmp_ = load(tmp_path / "same-out.json")["levels"][0]["comparison"][0]
+    level = load(tmp_path / "same-out.json")["levels"][0]
+    cmp_ = level["comparison"][0]
     t = cmp_["t_test"]
     assert t["proven"] == (abs(t["difference_ms"]) > t["halfwidth_ms"])
     assert t["difference_ms"] == pytest.approx(t["mean_b_ms"] - t["mean_a_ms"])
     assert t["relative_percent"] == pytest.approx(t["difference_ms"] / t["mean_a_ms"] * 100)
-    hosts = [h["histogram"] for h in load(tmp_path / "same-out.json")["levels"][0]["hosts"]]
+    hosts = [h["histogram"] for h in level["hosts"]]
     assert [t["mean_a_ms"], t["mean_b_ms"]] == pytest.approx([h["sum_ms"] / h["count"] for h in hosts])
     # the same test by scipy from the same sums: proven exactly when p < 0.5%
     n = [h["count"] for h in hosts]
