@@ -5,25 +5,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from chbench.targets import Target
-from chbench.workload import Query
+from chbench.workload import Query, Workload
 
 
 @dataclass
 class SidePlan:
-    """One side of a run: a target, its queries and the settings asked for."""
+    """One side of a run: a target, its workload and the settings asked for."""
 
     id: str  # "A" or "B"
     target: Target
-    queries: list[Query]
+    workload: Workload
     settings: dict[str, str] = field(default_factory=dict)  # requested by the user
     scale: float | None = None  # for the built-in suite
     label: str = ""
 
+    @property
+    def queries(self) -> list[Query]:
+        return self.workload.queries
+
     def query(self, name: str) -> Query | None:
-        for q in self.queries:
-            if q.name == name:
-                return q
-        return None
+        return self.workload.query(name)
 
 
 @dataclass
@@ -55,3 +56,11 @@ class Plan:
                 if q.name not in names:
                     names.append(q.name)
         return names
+
+    def options(self) -> dict[str, object]:
+        """As the results file records them."""
+        return {"warmup": self.warmup, "iterations": self.iterations, "adaptive": self.iterations is None,
+                "min_runs": self.min_runs, "target_precision": self.target_precision,
+                "max_time_per_query": self.max_time_per_query, "timeout": self.timeout,
+                "keep_format": self.keep_format, "allow_writes": self.allow_writes, "interleave": self.interleave,
+                "server_metrics": self.server_metrics}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -66,10 +67,32 @@ def run_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = N
     return Result(p.returncode, p.stdout, p.stderr)
 
 
+def _sigint_default() -> None:
+    """In the child, before exec: Ctrl-C does what it does in a terminal. A parent that
+    ignores SIGINT (a background job of a non-interactive shell, as some CI runners start
+    the tests) would otherwise hand that down, and the child would never see Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def spawn_cli(*args: str) -> subprocess.Popen[str]:
     """The real command line in the background (for Ctrl-C and dead-server tests)."""
     return subprocess.Popen([sys.executable, "-m", "chbench", *args], cwd=REPO, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default)
+
+
+def interrupt(proc: subprocess.Popen[str], timeout: float = 60) -> str:
+    """Ctrl-C the child; its stderr once it has finished."""
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=timeout)
+    return err
+
+
+def assert_interrupted(path: Path) -> Any:
+    """A results file left by Ctrl-C: valid, finished as interrupted, with its end time."""
+    doc = load(path)
+    assert doc["status"] == "interrupted", doc["status"]
+    assert doc["meta"]["ended_at"], doc["meta"]
+    return doc
 
 
 def wait_for_results(out: Path, proc: subprocess.Popen[str], ready: Callable[[Any], bool],

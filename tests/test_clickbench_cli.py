@@ -5,17 +5,26 @@ embedded engine with a persistent path, the 26.9 server (HTTP and native) and th
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from chbench.clickbench import queries
-from chbench.clickbench.checksum import Result, analyse, checksum, mode, parse_tsv_with_types
+from chbench.clickbench.checksum import analyse, checksum, mode
 from chbench.clickbench.crash import table_checksum
 from chbench.targets import Credentials, make_target
-from tests.conftest import assert_one_line_error, load, run_cli, spawn_cli, wait_for_results
+from chbench.targets.result import Result, parse_tsv_with_types
+from tests.conftest import (
+    assert_interrupted,
+    assert_one_line_error,
+    interrupt,
+    load,
+    run_cli,
+    spawn_cli,
+    wait_for_results,
+)
 from tests.engines import ModernServer
 
 ROWS = 300_000
@@ -198,7 +207,7 @@ def test_load_from_files(modern, server_hits, tmp_path):
     src = _admin(http_url)
     files = {}
     for name, fmt in (("hits.parquet", "Parquet"), ("hits.tsv", "TabSeparated"), ("hits.csv", "CSV")):
-        _, body = src._timed("SELECT * FROM hits ORDER BY WatchID LIMIT 20000", {"default_format": fmt}, "x", None)
+        body = src.query_bytes(f"SELECT * FROM hits ORDER BY WatchID LIMIT 20000 FORMAT {fmt}")
         (tmp_path / name).write_bytes(body)
         files[name] = tmp_path / name
     subprocess.run(["gzip", "-k", str(files["hits.tsv"])], check=True)
@@ -248,6 +257,19 @@ def test_concurrent_and_mixed_stress(server_hits, tmp_path):
     assert "server target" in r.stderr
 
 
+def test_interrupted_stress_keeps_the_phase(server_hits, tmp_path):
+    http_url, _ = server_hits
+    out = tmp_path / "s.json"
+    proc = spawn_cli("clickbench", "stress", "--target", http_url, "--concurrent", "2", "--duration", "120",
+                     "--out", str(out))
+    wait_for_results(out, proc, lambda doc: doc["status"] == "running")
+    time.sleep(2)
+    err = interrupt(proc)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    doc = assert_interrupted(out)
+    assert doc["phases"][0]["interrupted"] and doc["phases"][0]["queries_ok"] > 0
+
+
 def test_crash_recovery_cycles(tmp_path):
     out = tmp_path / "crash.json"
     r = run_cli("clickbench", "crash-test", "--rows", "60000", "--cycles", "2", "--batch-rows", "6000",
@@ -282,11 +304,10 @@ def test_interrupted_run_keeps_the_results(embedded_run, tmp_path):
     out = tmp_path / "i.json"
     proc = spawn_cli("clickbench", "run", "--target", target, "--out", str(out), "--quiet")
     wait_for_results(out, proc, lambda doc: len(doc["queries"]) >= 2)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    err = interrupt(proc)
     assert proc.returncode == 130, err
-    doc = load(out)
-    assert doc["status"] == "interrupted" and len(doc["queries"]) >= 2
+    doc = assert_interrupted(out)
+    assert len(doc["queries"]) >= 2
 
 
 # -- the 18.16 server -------------------------------------------------------------------

@@ -6,14 +6,22 @@ from __future__ import annotations
 import math
 import re
 import shutil
-import signal
 import subprocess
 import time
 
 import pytest
 from scipy.stats import ttest_ind_from_stats
 
-from tests.conftest import PASSWORD, assert_one_line_error, load, run_cli, spawn_cli
+from tests.conftest import (
+    PASSWORD,
+    assert_interrupted,
+    assert_one_line_error,
+    interrupt,
+    load,
+    run_cli,
+    spawn_cli,
+    wait_for_results,
+)
 from tests.engines import ModernServer
 
 STATUS_LINE = re.compile(
@@ -226,13 +234,12 @@ def _spawn(args: list[str]) -> subprocess.Popen[str]:
 def test_ctrl_c_prints_the_final_report_and_keeps_the_file(modern, tmp_path):
     out = tmp_path / "c.json"
     proc = _spawn(["--target", modern.http_url, "-q", "SELECT sleep(0.05)", "-c", "2", "-d", "0", "--out", str(out)])
-    time.sleep(3)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    wait_for_results(out, proc, lambda doc: doc["levels"] and doc["levels"][0]["total"]["queries"] >= 10)
+    err = interrupt(proc)
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "interrupted" in err and "Queries executed:" in err
-    doc = load(out)
-    assert doc["status"] == "interrupted" and doc["levels"][0]["total"]["queries"] >= 10
+    doc = assert_interrupted(out)
+    assert doc["levels"][0]["total"]["queries"] >= 10
 
 
 @pytest.mark.parametrize("kind", ["native", "http"])
@@ -302,10 +309,10 @@ def test_live_view_on_a_terminal():
 
     from chbench.load.config import LoadConfig
     from chbench.load.engine import Host
-    from chbench.load.live import LiveDisplay
     from chbench.load.recorder import Stats
     from chbench.targets import Credentials
-    from chbench.workload.query import Query
+    from chbench.ui.load import LiveDisplay
+    from chbench.workload import Query
 
     cfg = LoadConfig(targets=["embedded"], credentials=Credentials(), queries=[Query("q", "SELECT 1")])
     d = LiveDisplay(cfg, [Host("embedded", "embedded", "embedded", "embedded", "26.9", {})])

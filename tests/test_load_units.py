@@ -9,13 +9,13 @@ import random
 import numpy as np
 import pytest
 
-from chbench.cli import parse_load_args
+from chbench.cli import parse
 from chbench.load.recorder import Recorder, Stats
-from chbench.load.report import knee
+from chbench.load.summary import knee
 from chbench.stats.histogram import N_BUCKETS, Histogram, bucket_bounds, bucket_of
 from chbench.stats.ttest import student_t
+from chbench.workload import parse_queries
 from chbench.workload.mix import Mix, smooth_cycle
-from chbench.workload.sqlfile import parse_queries
 
 
 def test_buckets_tile_the_range_and_are_narrow():
@@ -120,15 +120,17 @@ def test_knee_is_where_p99_outgrows_qps():
 
 
 def test_clickhouse_benchmark_flags_parse():
-    args, settings = parse_load_args(["-c", "4", "-C", "3", "-i", "100", "-t", "5", "-r", "-d", "0", "--cumulative",
-                                      "--confidence", "2", "-h", "a", "-h", "b", "-p", "9000", "-s", "--stage",
-                                      "fetch_columns", "--query_id_prefix", "x", "--reconnect", "--continue_on_errors",
-                                      "--max-consecutive-errors", "5", "--roundrobin", "--max_threads=2",
-                                      "--max_block_size", "1000", "--json", "j.json"])
+    args = parse(["load", "-c", "4", "-C", "3", "-i", "100", "-t", "5", "-r", "-d", "0", "--cumulative",
+                  "--confidence", "2", "-h", "a", "-h", "b", "-p", "9000", "-s", "--stage",
+                  "fetch_columns", "--query_id_prefix", "x", "--reconnect", "--continue_on_errors",
+                  "--max-consecutive-errors", "5", "--roundrobin", "--max_threads=2",
+                  "--max_block_size", "1000", "--json", "j.json"])
+    assert args is not None
     assert (args.concurrency, args.max_concurrency, args.iterations, args.timelimit) == (4, 3, 100, 5.0)
     assert args.randomize == 1 and args.delay == 0 and args.cumulative and args.confidence == 2
     assert args.host == ["a", "b"] and args.port == [9000] and args.secure and args.stage == "fetch_columns"
     assert args.reconnect == 1 and args.continue_on_errors and args.max_consecutive_errors == 5 and args.roundrobin
-    assert settings == {"max_threads": "2", "max_block_size": "1000"}
-    args, _ = parse_load_args(["-r", "0", "--reconnect=7", "--randomize=1"])
+    assert args.settings == {"max_threads": "2", "max_block_size": "1000"}
+    args = parse(["load", "-r", "0", "--reconnect=7", "--randomize=1"])
+    assert args is not None
     assert args.reconnect == 7 and args.randomize == 1

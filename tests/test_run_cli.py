@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import PASSWORD, assert_one_line_error, load, run_cli, spawn_cli, wait_for_results
+from tests.conftest import (
+    PASSWORD,
+    assert_interrupted,
+    assert_one_line_error,
+    interrupt,
+    load,
+    run_cli,
+    spawn_cli,
+    wait_for_results,
+)
 from tests.engines import ModernServer
 
 FAST = ["--scale", "0.02", "--iterations", "3", "--warmup", "0", "--quiet"]
@@ -171,12 +179,11 @@ def test_ctrl_c_keeps_everything_measured(modern, tmp_path):
     proc = _spawn(["run", "--target", modern.http_url, "--query", "SELECT sleep(0.2)", "--iterations", "500",
                    "--warmup", "0", "--out", str(out)])
     _wait_for_samples(out, proc, 4)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    err = interrupt(proc)
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "interrupted" in err
-    doc = load(out)
-    assert doc["status"] == "interrupted" and len(samples(doc)) >= 4
+    doc = assert_interrupted(out)
+    assert len(samples(doc)) >= 4
 
 
 @pytest.mark.parametrize("kind", ["native", "http"])
@@ -276,15 +283,15 @@ def test_live_progress_on_a_terminal(tmp_path):
 
     from chbench.plan import Plan, SidePlan
     from chbench.runner import run_plan
-    from chbench.runner.progress import LiveProgress
     from chbench.targets import Credentials, make_target
-    from chbench.workload import parse_queries
+    from chbench.ui.progress import LiveProgress
+    from chbench.workload import parse_workload
 
     buf = io.StringIO()
     progress = LiveProgress()
     progress.console = Console(file=buf, force_terminal=True, width=120)
     target = make_target("embedded", Credentials())
-    plan = Plan(sides=[SidePlan("A", target, parse_queries("-- name: live_q\nSELECT 1"))], warmup=0, iterations=3)
+    plan = Plan(sides=[SidePlan("A", target, parse_workload("-- name: live_q\nSELECT 1"))], warmup=0, iterations=3)
     outcome = run_plan(plan, str(tmp_path / "live.json"), progress)
     assert outcome.exit_code == 0
     text = buf.getvalue()

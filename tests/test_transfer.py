@@ -14,7 +14,15 @@ from chbench.transfer.endpoints import RawHttp, parse_endpoints
 from chbench.transfer.ingest import run_ingest
 from chbench.transfer.ingest_paths import PATHS, HttpBatches, _check, _http_errors, token, with_retries
 from chbench.transfer.native_format import encode_block, read_native
-from tests.conftest import assert_one_line_error, load, run_cli
+from tests.conftest import (
+    assert_interrupted,
+    assert_one_line_error,
+    interrupt,
+    load,
+    run_cli,
+    spawn_cli,
+    wait_for_results,
+)
 from tests.faults import DropOneResponse
 
 ROWS = 60_000
@@ -190,3 +198,26 @@ def test_read_on_the_old_server_skips_what_it_cannot_do(legacy, tmp_path):
         assert paths[name]["status"] == "ok" and paths[name]["rows"] == 50_000, paths[name]
     assert r.code == (1 if any(p["status"] == "failed" for p in paths.values()) else 0), r.stderr
     json.dumps(paths)
+
+
+# -- Ctrl-C -----------------------------------------------------------------------------
+
+def test_interrupted_ingest_keeps_the_paths_done(tmp_path):
+    out = tmp_path / "i.json"
+    proc = spawn_cli("ingest", "--rows", "1000000", "--paths",
+                     "embedded-file,embedded-arrow,embedded-file,embedded-arrow", "--out", str(out))
+    wait_for_results(out, proc, lambda doc: len(doc["result"]["paths"]) >= 1, timeout=120)
+    err = interrupt(proc)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    doc = assert_interrupted(out)
+    assert doc["result"]["paths"][0]["status"] == "ok"
+
+
+def test_interrupted_read_keeps_the_paths_done(tmp_path):
+    out = tmp_path / "r.json"
+    proc = spawn_cli("read", "--rows", "2000000", "--repeat", "3", "--out", str(out))
+    wait_for_results(out, proc, lambda doc: len(doc["result"]["paths"]) >= 1, timeout=180)
+    err = interrupt(proc)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    doc = assert_interrupted(out)
+    assert doc["result"]["paths"][0]["status"] == "ok" and doc["result"]["ceilings"]

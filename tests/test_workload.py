@@ -76,8 +76,8 @@ def test_keep_format():
 
 
 def test_default_suite_scales_every_row_count():
-    base = {q.name: q.sql for q in default_suite(1.0)}
-    big = {q.name: q.sql for q in default_suite(1.1)}
+    base = {q.name: q.sql for q in default_suite(1.0).queries}
+    big = {q.name: q.sql for q in default_suite(1.1).queries}
     assert len(base) == 10 and set(base) == set(big)
     assert "numbers_mt(150000000)" in base["aggregation"] and "numbers_mt(165000000)" in big["aggregation"]
     assert "numbers(10000000)" in base["join"] and "numbers(11000000)" in big["join"]

@@ -32,6 +32,8 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
+from chbench.targets.result import Result
+
 MASK = (1 << 64) - 1
 FLOAT_DIGITS = 9
 
@@ -190,15 +192,6 @@ def _row_hash(parts: list[str]) -> int:
                                           digest_size=8).digest(), "little")
 
 
-@dataclass
-class Result:
-    """A query result in canonical text: TSV-unescaped values, one list per row."""
-
-    names: list[str]
-    types: list[str]
-    rows: list[list[str]]
-
-
 def checksum(result: Result, shape: Shape) -> dict[str, object]:
     """{"rows", "checksum" (16 hex digits), "mode"} for one result."""
     md = mode(shape, result.names)
@@ -219,25 +212,3 @@ def checksum(result: Result, shape: Shape) -> dict[str, object]:
                 continue
         total += _row_hash(r)
     return {"rows": len(rows), "checksum": f"{total & MASK:016x}", "mode": md}
-
-
-_UNESCAPE = {"b": "\b", "f": "\f", "r": "\r", "n": "\n", "t": "\t", "0": "\0", "'": "'", "\\": "\\", "N": "\\N"}
-
-
-def unescape_tsv(value: str) -> str:
-    if "\\" not in value:
-        return value
-    return re.sub(r"\\(.)", lambda m: _UNESCAPE.get(m.group(1), m.group(1)), value)
-
-
-def parse_tsv_with_types(text: str) -> Result:
-    """TabSeparatedWithNamesAndTypes → Result."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    if len(lines) < 2:
-        return Result([], [], [])
-    names = [unescape_tsv(v) for v in lines[0].split("\t")]
-    types = [unescape_tsv(v) for v in lines[1].split("\t")]
-    rows = [[unescape_tsv(v) for v in line.split("\t")] for line in lines[2:]]
-    return Result(names, types, rows)

@@ -21,6 +21,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from chbench.clickbench.loading import create_table, insert_batch, synthetic_batches, table_rows
@@ -75,63 +76,10 @@ def run_cycles(rows: int, cycles: int, seed: int, batch_rows: int,
         rng = random.Random(seed)
         results: list[dict[str, Any]] = []
         for cycle in range(1, cycles + 1):
-            target.command(f"DROP TABLE IF EXISTS {TABLE}")
-            create_table(target, replace=True, table=TABLE)
-            acked: list[int] = []
-            state: dict[str, Any] = {"inflight": None, "error": None}
-
-            def load(t: Target = target, acked: list[int] = acked, state: dict[str, Any] = state) -> None:
-                try:
-                    for b, (s, c) in enumerate(batches):
-                        state["inflight"] = b
-                        insert_batch(t, seed, rows, s, c, TABLE)
-                        acked.append(b)
-                        state["inflight"] = None
-                except (ServerLost, QueryError) as e:
-                    state["error"] = str(e)
-
-            kill_at = rng.uniform(0.15, 0.85) * load_seconds
-            loader = threading.Thread(target=load, daemon=True)
-            loader.start()
-            time.sleep(kill_at)
-            server.kill()
-            loader.join(60)
-            inflight = state["inflight"]
-            server.restart()
-            target.close()
-            target = _connect(server.http_url)
-            counts = batch_counts(target, TABLE, rows, batches)
-            problems = []
-            for b, ((_, c), n) in enumerate(zip(batches, counts, strict=True)):
-                if b in acked and n != c:
-                    problems.append(f"batch {b} acknowledged but holds {n} of {c} rows")
-                elif n not in (0, c):
-                    problems.append(f"batch {b} holds {n} rows, expected 0 or {c}")
-            committed_unacked = [b for b, ((_, c), n) in enumerate(zip(batches, counts, strict=True))
-                                 if n == c and b not in acked]
-            if any(b != inflight for b in committed_unacked):
-                problems.append(f"batches {committed_unacked} committed without being sent")
-            after_crash = table_rows(target, TABLE)
-            # resume: every batch again, with the same tokens — acknowledged ones and the one
-            # that may have been committed unacknowledged must be deduplicated, the rest land
-            for s, c in batches:
-                insert_batch(target, seed, rows, s, c, TABLE)
-            final = table_checksum(target, TABLE)
-            if final != reference:
-                problems.append(f"final table {final[0]:,} rows / {final[1]} differs from the uninterrupted "
-                                f"load {reference[0]:,} / {reference[1]}")
-            result = {
-                "cycle": cycle, "killed_after_s": round(kill_at, 3), "acked_batches": len(acked),
-                "inflight_batch": inflight, "inflight_committed": inflight in committed_unacked,
-                "rows_after_restart": after_crash, "final_rows": final[0], "final_checksum": final[1],
-                "ok": not problems, "problems": problems,
-            }
+            target, result = _cycle(server, target, Load(rows, seed, batches), cycle,
+                                    rng.uniform(0.15, 0.85) * load_seconds, reference)
             results.append(result)
-            log(f"cycle {cycle}: killed after {kill_at:.1f} s with {len(acked)}/{len(batches)} batches acknowledged"
-                + (f", batch {inflight} in flight ({'committed' if result['inflight_committed'] else 'lost'})"
-                   if inflight is not None else "")
-                + f"; {after_crash:,} rows after restart; resumed to {final[0]:,} rows, checksum {final[1]}: "
-                + ("OK" if not problems else "; ".join(problems)))
+            log(_cycle_line(result, len(batches)))
             if on_cycle:
                 on_cycle(result)
         target.close()
@@ -141,3 +89,81 @@ def run_cycles(rows: int, cycles: int, seed: int, batch_rows: int,
                 "cycles": results, "ok": all(r["ok"] for r in results)}
     finally:
         server.stop()
+
+
+@dataclass
+class Load:
+    rows: int
+    seed: int
+    batches: list[tuple[int, int]]
+
+
+def _interrupted_load(server: Any, target: Target, load: Load, kill_at: float) -> tuple[list[int], int | None]:
+    """Load with tokens and kill -9 the server after ``kill_at`` seconds: the batches
+    acknowledged, and the one in flight when it died."""
+    acked: list[int] = []
+    state: dict[str, Any] = {"inflight": None, "error": None}
+
+    def run() -> None:
+        try:
+            for b, (s, c) in enumerate(load.batches):
+                state["inflight"] = b
+                insert_batch(target, load.seed, load.rows, s, c, TABLE)
+                acked.append(b)
+                state["inflight"] = None
+        except (ServerLost, QueryError) as e:
+            state["error"] = str(e)
+
+    loader = threading.Thread(target=run, daemon=True)
+    loader.start()
+    time.sleep(kill_at)
+    server.kill()
+    loader.join(60)
+    return acked, state["inflight"]
+
+
+def _cycle(server: Any, target: Target, load: Load, cycle: int, kill_at: float,
+           reference: tuple[int, str]) -> tuple[Target, dict[str, Any]]:
+    """One kill -9 cycle: load, kill, restart, check what survived, resume, compare."""
+    target.command(f"DROP TABLE IF EXISTS {TABLE}")
+    create_table(target, replace=True, table=TABLE)
+    acked, inflight = _interrupted_load(server, target, load, kill_at)
+    server.restart()
+    target.close()
+    target = _connect(server.http_url)
+    counts = batch_counts(target, TABLE, load.rows, load.batches)
+    problems = []
+    for b, ((_, c), n) in enumerate(zip(load.batches, counts, strict=True)):
+        if b in acked and n != c:
+            problems.append(f"batch {b} acknowledged but holds {n} of {c} rows")
+        elif n not in (0, c):
+            problems.append(f"batch {b} holds {n} rows, expected 0 or {c}")
+    committed_unacked = [b for b, ((_, c), n) in enumerate(zip(load.batches, counts, strict=True))
+                         if n == c and b not in acked]
+    if any(b != inflight for b in committed_unacked):
+        problems.append(f"batches {committed_unacked} committed without being sent")
+    after_crash = table_rows(target, TABLE)
+    # resume: every batch again, with the same tokens — acknowledged ones and the one
+    # that may have been committed unacknowledged must be deduplicated, the rest land
+    for s, c in load.batches:
+        insert_batch(target, load.seed, load.rows, s, c, TABLE)
+    final = table_checksum(target, TABLE)
+    if final != reference:
+        problems.append(f"final table {final[0]:,} rows / {final[1]} differs from the uninterrupted "
+                        f"load {reference[0]:,} / {reference[1]}")
+    return target, {
+        "cycle": cycle, "killed_after_s": round(kill_at, 3), "acked_batches": len(acked),
+        "inflight_batch": inflight, "inflight_committed": inflight in committed_unacked,
+        "rows_after_restart": after_crash, "final_rows": final[0], "final_checksum": final[1],
+        "ok": not problems, "problems": problems,
+    }
+
+
+def _cycle_line(r: dict[str, Any], batches: int) -> str:
+    inflight = r["inflight_batch"]
+    return (f"cycle {r['cycle']}: killed after {r['killed_after_s']:.1f} s with {r['acked_batches']}/{batches} batches "
+            "acknowledged"
+            + (f", batch {inflight} in flight ({'committed' if r['inflight_committed'] else 'lost'})"
+               if inflight is not None else "")
+            + f"; {r['rows_after_restart']:,} rows after restart; resumed to {r['final_rows']:,} rows, checksum "
+              f"{r['final_checksum']}: " + ("OK" if r["ok"] else "; ".join(r["problems"])))

@@ -206,7 +206,7 @@ def check_file_source(target: Target, path: str, fmt_override: str | None) -> tu
     """Everything that can be wrong before the table is touched: (format, encoding, rows)."""
     if not os.path.isfile(path):
         raise UsageError(f"no such file: {path}")
-    if target.kind not in ("embedded", "http"):
+    if not (target.capabilities.local_files or target.capabilities.streaming_insert):
         raise UsageError("--from needs an HTTP(S) or embedded target: over the native protocol the rows would "
                          "have to be parsed in Python (the server parses the file over HTTP)")
     fmt, encoding = file_format(path, fmt_override)
@@ -220,7 +220,7 @@ def load_file(target: Target, path: str, fmt_override: str | None = None,
     size = os.path.getsize(path)
     t0 = time.perf_counter()
     notes: list[str] = []
-    if target.kind == "embedded":
+    if target.capabilities.local_files:
         # the engine reads the file itself, streaming (compression from the extension)
         literal = "'" + str(Path(path).resolve()).replace("\\", "\\\\").replace("'", "\\'") + "'"
         try:
@@ -239,7 +239,7 @@ def load_file(target: Target, path: str, fmt_override: str | None = None,
 
         try:
             written = target.insert_stream(f"INSERT INTO {table} FORMAT {fmt}", chunks(path, 1 << 20, seen),
-                                           encoding)  # type: ignore[attr-defined]
+                                           encoding)
         except QueryError as e:
             now = table_rows(target, table) - before
             raise LoadFailed(f"loading {path} failed after {now:,} rows landed: {e.message}") from None

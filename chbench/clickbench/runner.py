@@ -11,7 +11,9 @@ from typing import Any
 
 from chbench.clickbench.checksum import analyse, checksum, mode
 from chbench.errors import QueryError, UsageError
+from chbench.runner.execute import fetch
 from chbench.targets import Target
+from chbench.workload import Query
 
 # what "cold" drops, in this order; statements a server does not know are skipped
 CACHE_STATEMENTS = [
@@ -37,7 +39,7 @@ class CacheDropper:
         self.working: list[str] | None = None
         self.refused: dict[str, str] = {}
         if os_cache:
-            if target.kind != "embedded" and not _is_local(target):
+            if not target.is_local():
                 raise UsageError("--drop-os-cache works only for a server on this machine (or the embedded engine)")
             if os.geteuid() != 0:
                 raise UsageError("--drop-os-cache needs root (it writes /proc/sys/vm/drop_caches)")
@@ -59,10 +61,6 @@ class CacheDropper:
 
     def describe(self) -> dict[str, Any]:
         return {"dropped": self.working or [], "refused": self.refused, "os_page_cache": self.os_cache}
-
-
-def _is_local(target: Target) -> bool:
-    return any(h in target.url for h in ("@127.0.0.1:", "@localhost:", "@[::1]:", "@::1:"))
 
 
 @dataclass
@@ -118,7 +116,7 @@ def statement(sql: str) -> str:
 
 def run_queries(
     target: Target,
-    queries: list[str],
+    queries: list[Query],
     tries: int,
     timeout: float | None,
     dropper: CacheDropper | None,
@@ -135,9 +133,10 @@ def run_queries(
         settings["use_query_cache"] = "0"
     run_id = uuid.uuid4().hex[:8]
     outcomes: list[QueryOutcome] = []
-    for i, sql in enumerate(queries, start=1):
+    for i, query in enumerate(queries, start=1):
         if only and i not in only:
             continue
+        sql = query.sql
         shape = analyse(sql)
         out = QueryOutcome(index=i, sql=sql)
         outcomes.append(out)
@@ -148,10 +147,9 @@ def run_queries(
                 dropper.drop()
             qid = f"chbench-cb-{run_id}-q{i}-t{t + 1}"
             entry: dict[str, Any] = {"try": t + 1, "cold": cold, "query_id": qid, "seconds": None}
-            try:
-                sample, result = target.fetch(statement(sql), settings, qid, timeout)
-            except QueryError as e:
-                entry["error"] = e.as_dict()
+            sample, result = fetch(target, statement(sql), settings, qid, timeout)
+            if result is None:
+                entry["error"] = sample.error
             else:
                 entry.update(
                     seconds=round((sample.client_ms or 0.0) / 1000.0, 6),

@@ -21,7 +21,9 @@ import numpy as np
 from chbench.clickbench.runner import statement
 from chbench.clickbench.synthetic import select_sql
 from chbench.errors import QueryError, ServerLost, UsageError
+from chbench.runner.execute import execute
 from chbench.targets import Target
+from chbench.workload import Query
 
 INGEST_TABLE = "hits_ingest"
 INGEST_BATCH_ROWS = 20_000
@@ -35,6 +37,7 @@ class Phase:
     errors: dict[int, int] = field(default_factory=dict)
     error_messages: dict[int, str] = field(default_factory=dict)  # one per query
     lost: str | None = None
+    interrupted: bool = False  # Ctrl-C ended it early: what it holds was measured
 
     @property
     def ok(self) -> int:
@@ -62,10 +65,11 @@ class Phase:
             per_query.append({"query": q, "ok": len(lat), "errors": self.errors.get(q, 0), **pct,
                               "error": self.error_messages.get(q), "latencies_ms": lat})
         return {"phase": self.name, "seconds": self.seconds, "queries_ok": self.ok, "queries_failed": self.failed,
-                "qps": self.qps, "error_ratio": self.error_ratio, "lost": self.lost, "per_query": per_query}
+                "qps": self.qps, "error_ratio": self.error_ratio, "lost": self.lost, "interrupted": self.interrupted,
+                "per_query": per_query}
 
 
-def _worker(make: Callable[[], Target], queries: list[str], seed: int, deadline: float, phase: Phase,
+def _worker(make: Callable[[], Target], queries: list[Query], seed: int, deadline: float, phase: Phase,
             lock: threading.Lock, timeout: float | None, stop: threading.Event) -> None:
     order = list(range(len(queries)))
     random.Random(seed).shuffle(order)
@@ -77,19 +81,18 @@ def _worker(make: Callable[[], Target], queries: list[str], seed: int, deadline:
         while not stop.is_set() and time.monotonic() < deadline:
             q = order[i % len(order)]
             i += 1
-            t0 = time.perf_counter()
-            try:
-                target.execute(statement(queries[q]), settings, f"chbench-cbstress-{seed}-{i}", timeout)
-            except QueryError as e:
+            # threads share the process: the GC switch is not theirs to flip
+            s = execute(target, statement(queries[q].sql), settings, f"chbench-cbstress-{seed}-{i}", timeout,
+                        pause_gc=False)
+            if s.error:
                 with lock:
                     phase.errors[q + 1] = phase.errors.get(q + 1, 0) + 1
-                    phase.error_messages.setdefault(q + 1, e.message)
+                    phase.error_messages.setdefault(q + 1, str(s.error.get("message")))
                 continue
-            ms = (time.perf_counter() - t0) * 1000.0
             if time.monotonic() > deadline + (timeout or 0):
                 break
             with lock:
-                phase.latencies.setdefault(q + 1, []).append(ms)
+                phase.latencies.setdefault(q + 1, []).append(s.client_ms or 0.0)
     except (ServerLost, Exception) as e:  # noqa: BLE001 - reported in the phase, the run stops
         with lock:
             phase.lost = phase.lost or str(e)
@@ -98,9 +101,10 @@ def _worker(make: Callable[[], Target], queries: list[str], seed: int, deadline:
         target.close()
 
 
-def concurrent(make: Callable[[], Target], queries: list[str], n: int, duration: float, seed: int,
+def concurrent(make: Callable[[], Target], queries: list[Query], n: int, duration: float, seed: int,
                name: str = "concurrent", timeout: float | None = None) -> Phase:
-    """``n`` connections for ``duration`` seconds. Ctrl-C ends the phase early."""
+    """``n`` connections for ``duration`` seconds. Ctrl-C ends the phase early: it is
+    returned with what it measured, marked ``interrupted``."""
     phase = Phase(name)
     lock = threading.Lock()
     stop = threading.Event()
@@ -119,7 +123,8 @@ def concurrent(make: Callable[[], Target], queries: list[str], n: int, duration:
         for t in threads:
             t.join(30)
         phase.seconds = time.monotonic() - t0
-        raise
+        phase.interrupted = True
+        return phase
     phase.seconds = min(time.monotonic(), deadline) - t0
     return phase
 
@@ -156,10 +161,10 @@ class Writer(threading.Thread):
         self.target.command(f"DROP TABLE IF EXISTS {INGEST_TABLE}")
         self.target.command(f"CREATE TABLE {INGEST_TABLE} AS hits")
         self.body: bytes | None = None
-        if self.target.kind == "http":
-            self.body = self.target._timed(  # type: ignore[attr-defined]
-                select_sql(seed, INGEST_BATCH_ROWS, 0, INGEST_BATCH_ROWS), {"default_format": "Native"},
-                "chbench-ingest-batch", None)[1]
+        caps = self.target.capabilities
+        if caps.streaming_insert and caps.formatted_results:
+            self.body = self.target.query_bytes(select_sql(seed, INGEST_BATCH_ROWS, 0, INGEST_BATCH_ROWS)
+                                                + "\nFORMAT Native")
             self.result.method = f"HTTP POST of {INGEST_BATCH_ROWS:,}-row Native batches ({len(self.body):,} bytes)"
         else:
             self.result.method = f"INSERT … SELECT of {INGEST_BATCH_ROWS:,}-row batches generated by the server"
@@ -169,8 +174,7 @@ class Writer(threading.Thread):
         try:
             while not self.stop_event.is_set():
                 if self.body is not None:
-                    self.target.insert_stream(f"INSERT INTO {INGEST_TABLE} FORMAT Native",  # type: ignore[attr-defined]
-                                              [self.body])
+                    self.target.insert_stream(f"INSERT INTO {INGEST_TABLE} FORMAT Native", [self.body])
                 else:
                     self.target.command(f"INSERT INTO {INGEST_TABLE} "
                                         + select_sql(self.seed, INGEST_BATCH_ROWS, 0, INGEST_BATCH_ROWS))
@@ -190,10 +194,13 @@ class Writer(threading.Thread):
         return self.result
 
 
-def mixed(make: Callable[[], Target], queries: list[str], n: int, duration: float, seed: int,
+def mixed(make: Callable[[], Target], queries: list[Query], n: int, duration: float, seed: int,
           timeout: float | None = None) -> dict[str, Any]:
-    """The query workers alone, then with the writer: latency without and with ingest."""
+    """The query workers alone, then with the writer: latency without and with ingest.
+    Ctrl-C during the first phase skips the second (``interrupted`` says so)."""
     base = concurrent(make, queries, n, duration, seed, "queries only", timeout)
+    if base.interrupted:
+        return {"without_ingest": base.to_json(), "interrupted": True}
     writer = Writer(make, seed)
     writer.start()
     try:
@@ -208,10 +215,10 @@ def mixed(make: Callable[[], Target], queries: list[str], n: int, duration: floa
         rows.append({"query": q, "p50_ms_without": pa, "p50_ms_with": pb,
                      "ratio": (pb / pa) if pa and pb else None})
     return {"without_ingest": base.to_json(), "with_ingest": loaded.to_json(), "ingest": ingest.to_json(),
-            "p50_by_query": rows}
+            "p50_by_query": rows, "interrupted": loaded.interrupted}
 
 
 def require_server(target: Target, what: str) -> None:
-    if target.kind == "embedded":
+    if not target.capabilities.concurrent_sessions:
         raise UsageError(f"{what} needs a server target (http:// or clickhouse://): the embedded engine runs "
                          "inside this process, one query at a time")

@@ -1,24 +1,21 @@
-"""Targets and credentials from the command line."""
+"""Targets and credentials from the command line (the connection flags of ``args.py``)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from pathlib import Path
 
 from chbench.errors import UsageError
-from chbench.targets import Credentials, Target, make_target
+from chbench.files import read_user_file
+from chbench.targets import DEFAULT_TARGET, Credentials, Protocol, Target, make_target
+from chbench.targets.url import scheme_for
 
 
 def credentials(args: argparse.Namespace) -> Credentials:
     password = None
     if args.password_file:
-        p = Path(args.password_file)
-        try:
-            password = p.read_text(encoding="utf-8").rstrip("\r\n")
-        except OSError as e:
-            raise UsageError(f"cannot read password file {args.password_file}: {e.strerror}") from None
+        password = read_user_file(args.password_file, "password file").decode("utf-8", "replace").rstrip("\r\n")
     elif args.password is not None:
         sys.stderr.write(
             "chbench: warning: --password shows in the process list; use CLICKHOUSE_PASSWORD or --password-file\n"
@@ -29,16 +26,27 @@ def credentials(args: argparse.Namespace) -> Credentials:
     return Credentials(user=args.user, password=password, database=args.database, ca_file=args.ca_file)
 
 
-def target_specs(args: argparse.Namespace) -> list[str]:
+def named_targets(args: argparse.Namespace) -> list[str]:
+    """The targets the user named: ``--target`` URLs, then ``--host``/``--port`` pairs
+    (one host with several ports, several hosts on one port, or as many of each)."""
     specs = list(args.target)
-    if args.host or args.port:
-        scheme = ("https" if args.secure else "http") if args.http else ("clickhouses" if args.secure else "clickhouse")
-        host = args.host or "localhost"
-        port = f":{args.port}" if args.port else ""
-        specs.append(f"{scheme}://{host}{port}")
-    return specs or ["embedded"]
+    hosts, ports = list(args.host), list(args.port)
+    if hosts or ports:
+        if len(hosts) > 1 and len(ports) > 1 and len(hosts) != len(ports):
+            raise UsageError(f"{len(hosts)} --host and {len(ports)} --port: give as many of each, or one of either")
+        scheme = scheme_for(Protocol.HTTP if args.http else Protocol.NATIVE, args.secure)
+        for i in range(max(len(hosts), len(ports))):
+            h = hosts[i if len(hosts) > 1 else 0] if hosts else "localhost"
+            p = ports[i if len(ports) > 1 else 0] if ports else None
+            specs.append(f"{scheme}://{'[' + h + ']' if ':' in h else h}" + (f":{p}" if p else ""))
+    return specs
 
 
-def build_targets(args: argparse.Namespace) -> list[Target]:
+def target_specs(args: argparse.Namespace) -> list[str]:
+    """The named targets, or the embedded engine (the zero-setup default)."""
+    return named_targets(args) or [DEFAULT_TARGET]
+
+
+def build_targets(args: argparse.Namespace, light: bool = False) -> list[Target]:
     creds = credentials(args)
-    return [make_target(spec, creds) for spec in target_specs(args)]
+    return [make_target(spec, creds, light=light) for spec in target_specs(args)]

@@ -5,55 +5,106 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import datetime
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from chbench.commands.connection import build_targets
-from chbench.errors import UsageError
-from chbench.export.console import ConsoleExporter
-from chbench.plan import Plan, SidePlan
-from chbench.runner import run_plan
-from chbench.runner.progress import make_progress
-from chbench.runner.runner import close_targets
-from chbench.workload import Query, default_suite, parse_queries, read_queries
+from chbench.commands.args import (
+    PASSWORD_HELP,
+    add_connection,
+    add_quiet,
+    non_negative_int,
+    percent,
+    positive_float,
+    positive_int,
+    setting,
+)
+
+if TYPE_CHECKING:
+    from chbench.plan import Plan
+
+NAME = "run"
+HELP = "measure a query suite on one or two targets"
+DESCRIPTION = "Run a query suite (the built-in one by default) and write a results file."
+EPILOG = f"""\
+examples:
+  chbench run --out before.json                      built-in suite on the embedded engine
+  chbench run --target http://localhost:8123 --out before.json
+  chbench run --target clickhouse://db1 --queries suite.sql --server-metrics --out a.json
+  chbench run --target http://old:8123 --target http://new:8123 --out ab.json   side by side
+  chbench run --setting-b max_threads=1 --out threads.json    settings A/B on one target
+  chbench run --scale-b 1.1 --iterations 15 --out scale.json
+  echo 'SELECT count() FROM numbers(1e8)' | chbench run --queries - --out one.json
+
+query files: '-- name: N' names the next statement, '-- settings: a=1, b=2' gives it its own
+  settings, '-- setup' / '-- teardown' run it once per side before / after the measured
+  queries (not timed, writes allowed)
+{PASSWORD_HELP}
+exit codes: 0 ok, 1 some query failed, 2 bad input, 3 server lost (results kept),
+            130 interrupted (results kept)
+"""
 
 
-def _queries(args: argparse.Namespace, file: str | None, scale: float) -> tuple[list[Query], float | None]:
-    """The workload for one side; the scale applies only to the built-in suite."""
-    queries: list[Query] = []
-    if file:
-        queries += read_queries(file, args.queries_format)
-    for i, sql in enumerate(args.query):
-        if sql == "-":
-            queries += read_queries("-", args.queries_format)
-        else:
-            queries += parse_queries(sql, f"--query #{i + 1}", "script")
-    if queries:
-        return queries, None
-    return default_suite(scale), scale
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from chbench.workload import AUTO, FORMATS
+
+    add_connection(p, target_help="embedded[:/dir] (default), http(s)://[user@]host[:port], "
+                                  "clickhouse(s)://[user@]host[:port]; give two for a side-by-side run")
+    w = p.add_argument_group("what is run")
+    w.add_argument("--queries", metavar="FILE", help="SQL script (';'-separated, '-- name: NAME') or one query per "
+                                                     "line; '-' reads stdin")
+    w.add_argument("--query", action="append", default=[], metavar="SQL", help="a query (repeatable)")
+    w.add_argument("--queries-format", choices=[AUTO, *FORMATS], default=AUTO)
+    w.add_argument("--scale", type=positive_float, default=1.0, help="multiply the built-in suite's row counts")
+    w.add_argument("--keep-format", action="store_true", help="send queries as written (no FORMAT Null)")
+    w.add_argument("--max-threads", type=positive_int)
+    w.add_argument("--setting", type=setting, action="append", default=[], metavar="NAME=VALUE")
+    w.add_argument("--allow-writes", action="store_true", help="lift the read-only default (readonly=2)")
+    b = p.add_argument_group("side B of a side-by-side run on one target")
+    b.add_argument("--setting-b", type=setting, action="append", default=[], metavar="NAME=VALUE")
+    b.add_argument("--scale-b", type=positive_float)
+    b.add_argument("--queries-b", metavar="FILE", help="queries for side B, matched by name")
+    r = p.add_argument_group("how it is run")
+    r.add_argument("--warmup", type=non_negative_int, default=1, help="warm-up runs per query (default 1)")
+    r.add_argument("--iterations", type=positive_int, help="runs per query (default: adaptive)")
+    r.add_argument("--min-runs", type=positive_int, default=5)
+    r.add_argument("--precision", type=percent, default=0.02,
+                   help="adaptive: stop when the median's 95%% CI is within ±this (default 2%%)")
+    r.add_argument("--max-time-per-query", type=positive_float, default=20.0, metavar="S")
+    r.add_argument("--timeout", type=positive_float, metavar="S", help="per-query time limit, enforced on the server")
+    r.add_argument("--no-interleave", action="store_true", help="all runs of a query before the next one")
+    r.add_argument("--server-metrics", action="store_true", help="fetch query_log metrics for every sample")
+    r.add_argument("--no-calibration", action="store_true", help="skip the drift-guard calibration query")
+    r.add_argument("--out", metavar="FILE", help="results file (default: chbench-<time>.json)")
+    add_quiet(r)
 
 
 def build_plan(args: argparse.Namespace) -> Plan:
+    """The Namespace as a typed plan: targets, each side's workload and settings."""
+    from chbench.commands.connection import build_targets
+    from chbench.errors import UsageError
+    from chbench.plan import Plan, SidePlan
+    from chbench.workload import default_suite, load_workload
+
     if [args.queries, args.queries_b, *args.query].count("-") > 1:
         raise UsageError("only one of --queries, --queries-b and --query can read standard input ('-')")
     targets = build_targets(args)
     if len(targets) > 2:
         raise UsageError(f"at most two targets (a side-by-side run), got {len(targets)}")
     settings = dict(args.setting)
-    queries_a, scale_a = _queries(args, args.queries, args.scale)
-    variant_b = bool(args.setting_b or args.scale_b or args.queries_b)
-    sides = [SidePlan("A", targets[0], queries_a, settings, scale_a)]
-    if len(targets) == 2 or variant_b:
+    files_a = [args.queries] if args.queries else []
+    workload_a = load_workload(files_a, args.query, args.queries_format, args.scale)
+    scale_a = None if files_a or args.query else args.scale
+    sides = [SidePlan("A", targets[0], workload_a, settings, scale_a)]
+    if len(targets) == 2 or args.setting_b or args.scale_b or args.queries_b:
         if args.scale_b and scale_a is None:
             raise UsageError("--scale-b applies to the built-in suite only (no --queries/--query)")
+        workload_b, scale_b = workload_a, scale_a
         if args.queries_b:
-            queries_b, scale_b = _queries(args, args.queries_b, args.scale)
+            workload_b, scale_b = load_workload([args.queries_b], args.query, args.queries_format, args.scale), None
         elif args.scale_b:
-            queries_b, scale_b = default_suite(args.scale_b), args.scale_b
-        else:
-            queries_b, scale_b = queries_a, scale_a
+            workload_b, scale_b = default_suite(args.scale_b), args.scale_b
         target_b = targets[1] if len(targets) == 2 else targets[0]
-        sides.append(SidePlan("B", target_b, queries_b, {**settings, **dict(args.setting_b)}, scale_b))
-        if not set(q.name for q in queries_a) & set(q.name for q in queries_b):
+        sides.append(SidePlan("B", target_b, workload_b, {**settings, **dict(args.setting_b)}, scale_b))
+        if not set(workload_a.names()) & set(workload_b.names()):
             raise UsageError("the two sides have no query name in common")
     for side in sides:
         parts = [side.target.url]
@@ -62,35 +113,29 @@ def build_plan(args: argparse.Namespace) -> Plan:
         if side.scale is not None and side.scale != 1.0:
             parts.append(f"scale={side.scale:g}")
         side.label = ", ".join(parts)
-    return Plan(
-        sides=sides,
-        warmup=args.warmup,
-        iterations=args.iterations,
-        min_runs=args.min_runs,
-        target_precision=args.precision,
-        max_time_per_query=args.max_time_per_query,
-        timeout=args.timeout,
-        keep_format=args.keep_format,
-        allow_writes=args.allow_writes,
-        interleave=not args.no_interleave,
-        server_metrics=args.server_metrics,
-        calibration=not args.no_calibration,
-        max_threads=args.max_threads,
-    )
+    return Plan(sides=sides, warmup=args.warmup, iterations=args.iterations, min_runs=args.min_runs,
+                target_precision=args.precision, max_time_per_query=args.max_time_per_query, timeout=args.timeout,
+                keep_format=args.keep_format, allow_writes=args.allow_writes, interleave=not args.no_interleave,
+                server_metrics=args.server_metrics, calibration=not args.no_calibration, max_threads=args.max_threads)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    from chbench.export.console import ConsoleExporter
+    from chbench.export.sections import Report
+    from chbench.report.run import run_section
+    from chbench.results import check_output_path
+    from chbench.runner import close_targets, run_plan
+    from chbench.ui.progress import make_progress
+
     out = args.out or f"chbench-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
-    parent = Path(out).resolve().parent
-    if not parent.is_dir():
-        raise UsageError(f"cannot write results to {out}: directory {parent} does not exist")
+    check_output_path(out)
     plan = build_plan(args)
     try:
         outcome = run_plan(plan, out, make_progress(args.quiet))
     finally:
         close_targets([s.target for s in plan.sides])
     if not args.quiet:
-        sys.stdout.write(ConsoleExporter().run_summary(outcome.doc))
+        sys.stdout.write(ConsoleExporter().render(Report("", [run_section(out, outcome.doc, charts=False)])))
     if outcome.message:
         sys.stderr.write(f"chbench: {'error' if outcome.exit_code else 'note'}: {outcome.message}"
                          f" — results so far are in {out}\n")

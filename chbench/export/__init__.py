@@ -1,8 +1,10 @@
 """Output formats behind one interface, like hyperfine's ``export/`` modules.
 
-Each exporter turns a comparison (the document ``compare --format json`` prints) into
-text. ``get_exporter(name)`` picks one."""
+Reports are typed sections (``sections.py``) built by ``chbench.report``; each exporter
+renders any report: console (rich), Markdown and HTML (one table layout, ``markup.py``),
+JSON (the document behind the report) and CSV (its tables). ``numbers.py`` formats
+every number; ``benchmark.py`` writes clickhouse-benchmark's own text report."""
 
-from chbench.export.base import Exporter, get_exporter
+from chbench.export.base import EXPORTERS, Exporter, get_exporter
 
-__all__ = ["Exporter", "get_exporter"]
+__all__ = ["EXPORTERS", "Exporter", "get_exporter"]

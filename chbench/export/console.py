@@ -2,29 +2,22 @@ from __future__ import annotations
 
 import io
 import sys
-from typing import Any
 
-import numpy as np
 from rich.console import Console
-from rich.table import Table
+from rich.table import Table as RichTable
+from rich.text import Text as RichText
 
-from chbench.export.base import (
-    SCORE_HEADER,
-    Exporter,
-    clickbench_rows,
-    fmt_ci,
-    fmt_ms,
-    fmt_ratio,
-    notes_of,
-    summary_lines,
-    transfer_table,
-)
-from chbench.stats.summary import median_ci
+from chbench.export.base import Exporter
+from chbench.export.sections import Block, Details, Heading, Report, Table, Text
 
-STYLE = {"slower": "bold red", "faster": "bold green", "unstable": "yellow", "failed": "magenta"}
+STYLE = {"slower": "bold red", "faster": "bold green", "unstable": "yellow", "failed": "magenta",
+         "wrong data": "bold red", "WRONG ROW COUNT": "bold red"}
 
 
 class ConsoleExporter(Exporter):
+    """Tables on a terminal (rich): coloured verdicts when stdout is a terminal, plain
+    text 140 columns wide otherwise. Charts are for HTML."""
+
     name = "console"
 
     def __init__(self, color: bool | None = None, width: int | None = None) -> None:
@@ -33,80 +26,36 @@ class ConsoleExporter(Exporter):
 
     def _console(self, buf: io.StringIO) -> Console:
         tty = sys.stdout.isatty() if self.color is None else self.color
-        return Console(file=buf, force_terminal=tty, no_color=not tty, width=self.width or (None if tty else 140))
+        return Console(file=buf, force_terminal=tty, no_color=not tty, width=self.width or (None if tty else 140),
+                       highlight=False)
 
-    def clickbench(self, doc: dict[str, Any]) -> str:
+    def render(self, report: Report) -> str:
         buf = io.StringIO()
         con = self._console(buf)
-        labels, scores, queries = clickbench_rows(doc)
-        t = Table(title="ClickBench scores (lower is better; 1.00 = the best of these entries)", title_justify="left")
-        for col in SCORE_HEADER:
-            t.add_column(col, justify="left" if col == "entry" else "right")
-        for row in scores:
-            t.add_row(*row)
-        con.print(t)
-        q = Table(title="Per query: cold s, hot s (hot ratio to the best)", title_justify="left")
-        q.add_column("query")
-        for label in labels:
-            q.add_column(f"{label} cold", justify="right")
-            q.add_column(f"{label} hot", justify="right")
-        for row in queries:
-            q.add_row(*row)
-        con.print(q)
+        for i, section in enumerate(report.sections):
+            if i:
+                con.print()
+            con.print(RichText(section.title, style="bold"))
+            for block in section.blocks:
+                self._block(con, block)
         return buf.getvalue()
 
-    def transfer(self, doc: dict[str, Any]) -> str:
-        buf = io.StringIO()
-        con = self._console(buf)
-        title, header, rows, notes = transfer_table(doc)
-        t = Table(title=title, title_justify="left")
-        for col in header:
-            t.add_column(col, justify="left" if col in ("path", "unit", "checksum", "status") else "right")
-        for row in rows:
-            t.add_row(*row)
-        con.print(t)
-        for n in notes:
-            con.print(n)
-        return buf.getvalue()
+    def _block(self, con: Console, block: Block) -> None:
+        if isinstance(block, Text):
+            con.print(RichText(block.text))
+        elif isinstance(block, Heading):
+            con.print(RichText(block.text, style="bold"))
+        elif isinstance(block, Table):
+            con.print(self._table(block))
+        elif isinstance(block, Details):
+            pass  # per-query charts: HTML only
 
-    def comparison(self, doc: dict[str, Any]) -> str:
-        buf = io.StringIO()
-        con = self._console(buf)
-        t = Table(title=f"A = {doc.get('a_label', 'A')}\nB = {doc.get('b_label', 'B')}", title_justify="left")
-        for col, just in (("query", "left"), ("verdict", "left"), ("A ms", "right"), ("B ms", "right"),
-                          ("change", "right"), ("95% CI", "left"), ("p adj.", "right"), ("notes", "left")):
-            t.add_column(col, justify=just)  # type: ignore[arg-type]
-        for r in doc["queries"]:
-            p = r.get("p_adjusted")
-            t.add_row(r["name"], f"[{STYLE.get(r['verdict'], '')}]{r['verdict']}[/]" if r["verdict"] in STYLE
-                      else r["verdict"], fmt_ms(r.get("a")), fmt_ms(r.get("b")), fmt_ratio(r.get("ratio")),
-                      fmt_ci(r.get("ci")), "-" if p is None else f"{p:.2g}", notes_of(r))
-        con.print(t)
-        for line in summary_lines(doc):
-            con.print(line, highlight=False)
-        return buf.getvalue()
-
-    def run_summary(self, doc: dict[str, Any]) -> str:
-        """A table of what one run measured (median and interval per query and side)."""
-        buf = io.StringIO()
-        con = self._console(buf)
-        t = Table(title="chbench run: client time per query (ms)", title_justify="left")
-        for col in ("query", "side", "runs", "errors", "median", "95% CI of median", "server median"):
-            t.add_column(col)
-        for q in doc["queries"]:
-            for sid in q["sides"]:
-                samples = [s for s in q["samples"] if s["target"] == sid and not s["warmup"]]
-                ok = [s["client_ms"] for s in samples if not s["error"]]
-                srv = [s["server_ms"] for s in samples if not s["error"] and s.get("server_ms") is not None]
-                errs = [s for s in samples if s["error"]]
-                if ok:
-                    lo, hi = median_ci(ok)
-                    med = f"{float(np.median(ok)):.1f}"
-                    ci = f"{lo:.1f} – {hi:.1f}"
-                    sm = f"{float(np.median(srv)):.1f}" if srv else "-"
-                else:
-                    med = ci = sm = "-"
-                err_txt = str(len(errs)) if not errs else f"{len(errs)} ({errs[0]['error'].get('message', '')[:60]})"
-                t.add_row(q["name"], sid, str(len(ok)), err_txt, med, ci, sm)
-        con.print(t)
-        return buf.getvalue()
+    @staticmethod
+    def _table(t: Table) -> RichTable:
+        rt = RichTable(title=t.title or None, title_justify="left")
+        for c in t.columns:
+            rt.add_column(c.title, justify="left" if c.align == "left" else "right")
+        for cells in t.rows:
+            rt.add_row(*(RichText(cell.shown(col), style=STYLE.get(cell.style, ""))
+                         for cell, col in zip(cells, t.columns, strict=True)))
+        return rt

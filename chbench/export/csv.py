@@ -2,22 +2,30 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
 
-from chbench.export.base import Exporter, notes_of
+from chbench.export.base import Exporter
+from chbench.export.numbers import missing
+from chbench.export.sections import Report, Table
 
 
 class CsvExporter(Exporter):
+    """Every table of the report: one header row of machine names, one row per table row
+    with the exact values (a blank line between tables)."""
+
     name = "csv"
 
-    def comparison(self, doc: dict[str, Any]) -> str:
+    def render(self, report: Report) -> str:
+        tables = [b for s in report.sections for b in s.blocks if isinstance(b, Table)]
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow(["name", "verdict", "a_median_ms", "b_median_ms", "ratio", "ci_low", "ci_high",
-                    "p_value", "p_adjusted", "a_runs", "b_runs", "notes"])
-        for r in doc["queries"]:
-            a, b = r.get("a") or {}, r.get("b") or {}
-            ci = r.get("ci") or [None, None]
-            w.writerow([r["name"], r["verdict"], a.get("median"), b.get("median"), r.get("ratio"), ci[0], ci[1],
-                        r.get("p_value"), r.get("p_adjusted"), a.get("runs"), b.get("runs"), notes_of(r)])
+        for i, t in enumerate(tables):
+            if i:
+                buf.write("\n")
+            w.writerow([k for c in t.columns for k in c.keys])
+            for row in t.rows:
+                values = []
+                for c, cell in zip(t.columns, row, strict=True):
+                    vals = list(cell.values()) + [None] * (len(c.keys) - len(cell.values()))
+                    values += ["" if missing(v) else v for v in vals[: len(c.keys)]]
+                w.writerow(values)
         return buf.getvalue()

@@ -1,19 +1,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from chbench.export.base import Exporter
+from chbench.export.sections import Report
 
 
 class JsonExporter(Exporter):
+    """The document behind the report (a comparison, ClickBench scores, a results
+    document), as JSON."""
+
     name = "json"
 
-    def comparison(self, doc: dict[str, Any]) -> str:
-        return json.dumps(doc, indent=2)
-
-    def clickbench(self, doc: dict[str, Any]) -> str:
-        return json.dumps(doc, indent=2) + "\n"
-
-    def transfer(self, doc: dict[str, Any]) -> str:
-        return json.dumps(doc, indent=2) + "\n"
+    def render(self, report: Report) -> str:
+        return json.dumps(report.data, indent=2) + "\n"

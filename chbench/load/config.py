@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from chbench.targets import Credentials
-from chbench.workload.query import Query
+from chbench.workload import Query
 
 # an open-loop request that starts more than this after its planned time is "late"
 LATE_MS = 5.0

@@ -30,7 +30,8 @@ class Host:
     kind: str
     version: str
     settings: dict[str, str]  # sent with every query
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # recorded in the results file
+    warnings: list[str] = field(default_factory=list)  # also said before the load starts
 
 
 @dataclass
@@ -57,16 +58,6 @@ class LevelResult:
         return s
 
 
-def _label(kind: str, url: str) -> str:
-    """How reports name a host: host:port for the native protocol (as
-    clickhouse-benchmark does), scheme://host:port for HTTP, the spec for embedded."""
-    if kind == "embedded":
-        return url
-    scheme, rest = url.split("://", 1)
-    address = rest.split("@", 1)[-1].split("/", 1)[0]
-    return address if kind == "native" else f"{scheme}://{address}"
-
-
 def probe_hosts(cfg: LoadConfig) -> list[Host]:
     """Connect once to every host: version, known settings; fail early in one line."""
     hosts = []
@@ -80,17 +71,17 @@ def probe_hosts(cfg: LoadConfig) -> list[Host]:
         if unknown:
             raise UsageError(f"{t.url}: unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
                              f"(not in system.settings of ClickHouse {info.version})")
-        settings = dict(cfg.settings)
         notes = list(info.notes)
-        if t.kind == "http" and "default_format" not in settings:
-            # the wire format the native protocol carries; row formats cost the server more
-            # (SELECT 1 here: ~1,800 QPS with Native, ~1,250 with TabSeparated)
-            settings["default_format"] = "Native"
-            notes.append("http: results requested as default_format=Native (a FORMAT in the query wins)")
-        if t.kind == "embedded":
-            notes.append("embedded: the client threads share one in-process chDB session, which runs one query "
-                         "at a time; -c N measures queueing on that session, not server concurrency")
-        hosts.append(Host(spec, t.url, _label(t.kind, t.url), t.kind, info.version, settings, notes))
+        preferred, why = t.preferred_settings()  # e.g. HTTP: results in the Native wire format
+        preferred = {k: v for k, v in preferred.items() if k not in cfg.settings}
+        settings = {**cfg.settings, **preferred}
+        notes += why if preferred else []
+        warnings = []
+        if not t.capabilities.concurrent_sessions:
+            warnings.append(f"{t.kind}: the client threads share one in-process session, which runs one query "
+                            "at a time; -c N measures queueing on that session, not server concurrency")
+        # how reports name a host: host:port for the native protocol, as clickhouse-benchmark does
+        hosts.append(Host(spec, t.url, t.label, t.kind, info.version, settings, notes + warnings, warnings))
     labels = [h.label for h in hosts]
     for i, h in enumerate(hosts):  # the same server twice: keep the keys of the JSON apart
         if labels.count(h.label) > 1:

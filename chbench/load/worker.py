@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Any
 
-from chbench.errors import ChbenchError, ConnectError, QueryError, ServerLost
+from chbench.errors import ChbenchError, QueryError, ServerLost
 from chbench.load.config import LATE_MS, LoadConfig
 from chbench.load.recorder import Recorder
 from chbench.targets import Target, make_target
@@ -34,15 +34,7 @@ STOP_GRACE_S = 1.0  # after a stop, how long queries still running may take to a
 def open_target(spec: str, cfg: LoadConfig) -> Target:
     """A connection for a lane: connect without the full probe (the parent probed)."""
     t = make_target(spec, cfg.credentials, light=True, stage=cfg.stage)
-    if t.kind == "embedded":
-        t.connect()
-        return t
-    try:
-        t.execute("SELECT 1", {}, "", 30.0)
-    except QueryError as e:
-        raise ConnectError(f"{t.url}: {e.message}") from None
-    except ServerLost as e:
-        raise ConnectError(str(e)) from None
+    t.open()
     return t
 
 

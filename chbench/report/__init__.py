@@ -1,3 +1,4 @@
-"""``chbench report``: results files turned into one self-contained HTML file (charts
-inline) or Markdown — the model in ``model.py``, the charts in ``plots.py``, the
-formats in ``chbench/export/html.py`` and ``markdown.py``."""
+"""What an output shows, before any formatting: typed sections (``export/sections.py``)
+built from results documents and comparisons — one builder per kind (``comparison``,
+``run``, ``load``, ``clickbench``, ``transfer``), ``build`` for ``chbench report``, and
+the charts (``plots.py``, matplotlib, drawn only by formats that show them)."""

@@ -1,10 +1,10 @@
 """Executing a plan.
 
-Order: warm-up runs first, then rounds. A round runs every unfinished query once on
-each side (interleaved: q1 q2 … qn, then again), alternating the sides run by run
-(A B, then B A) so slow drift of the machine spreads over every query and both sides.
-The fixed calibration query (the drift guard) runs on each side after each of the first
-rounds, then at most once a second.
+Order: each side's set-up statements, warm-up runs, then rounds, then tear-down. A round
+runs every unfinished query once on each side (interleaved: q1 q2 … qn, then again),
+alternating the sides run by run (A B, then B A) so slow drift of the machine spreads
+over every query and both sides. The fixed calibration query (the drift guard) runs on
+each side after each of the first rounds, then at most once a second.
 
 A query stops when its median's 95% interval is within ±2% (at least ``min_runs``
 runs), when ``max_time_per_query`` is spent, or after ``--iterations`` runs.
@@ -14,7 +14,6 @@ The results file is rewritten atomically after every query and at every stop.
 from __future__ import annotations
 
 import contextlib
-import gc
 import math
 import time
 import uuid
@@ -23,14 +22,14 @@ from typing import Any
 
 from chbench.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER_LOST, QueryError, ServerLost
 from chbench.plan import Plan, SidePlan
-from chbench.results.store import write_atomic
-from chbench.runner.environment import document_header, now_iso
-from chbench.runner.progress import Progress
-from chbench.stats.summary import relative_ci_halfwidth
-from chbench.targets import Sample, ServerInfo, Target
+from chbench.results import Calibration, Meta, ResultsWriter, RunDocument, RunQuery, RunSample, RunTarget
+from chbench.runner.execute import execute
+from chbench.runner.settings import query_settings, settings_to_send, statement_settings
+from chbench.stats.summary import preload, relative_ci_halfwidth
+from chbench.targets import ServerInfo, Target
+from chbench.ui.progress import Progress
 from chbench.workload import CALIBRATION_FALLBACK_SQL, CALIBRATION_SQL, prepare_sql
 
-SAVE_EVERY_S = 1.0
 # The calibration query runs after a round, at most once a second: often enough to
 # follow the machine, rarely enough not to disturb suites of very short queries.
 CALIBRATION_EVERY_S = 1.0
@@ -41,11 +40,12 @@ MAX_ERRORS = 3  # a query side that failed this often (or twice with no success)
 @dataclass
 class QueryState:
     name: str
-    entry: dict[str, Any]  # the JSON entry in the results document
+    entry: RunQuery  # the query in the results document
     sides: list[str]
     done: dict[str, bool] = field(default_factory=dict)
     ok_times: dict[str, list[float]] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
+    settings: dict[str, dict[str, str]] = field(default_factory=dict)  # per side, as sent
     spent_s: float = 0.0
 
     def finished(self) -> bool:
@@ -54,189 +54,161 @@ class QueryState:
 
 @dataclass
 class RunOutcome:
-    doc: dict[str, Any]
+    doc: RunDocument
     exit_code: int
     message: str | None = None
-
-
-def settings_to_send(side: SidePlan, info: ServerInfo, plan: Plan) -> tuple[dict[str, str], list[str], list[str]]:
-    """The settings this side sends, the ones the server does not know, and notes."""
-    wanted: dict[str, str] = {"use_query_cache": "0"}
-    notes: list[str] = []
-    if not plan.allow_writes:
-        current = info.settings.get("readonly", "0")
-        if current in ("0", ""):
-            wanted["readonly"] = "2"
-        else:
-            notes.append(f"user is already readonly={current}")
-    if plan.max_threads is not None:
-        wanted["max_threads"] = str(plan.max_threads)
-    if plan.server_metrics:
-        wanted["log_queries"] = "1"
-    if plan.timeout:
-        wanted["max_execution_time"] = str(max(1, int(round(plan.timeout))))
-    wanted.update(side.settings)
-    sent = {k: v for k, v in wanted.items() if info.knows(k)}
-    unsupported = sorted(k for k in wanted if not info.knows(k))
-    return sent, unsupported, notes
 
 
 class Runner:
     def __init__(self, plan: Plan, out: str | None, progress: Progress) -> None:
         self.plan = plan
-        self.out = out
         self.progress = progress
-        self.doc: dict[str, Any] = {}
+        self.doc = RunDocument(meta=Meta(extra={"mode": "side-by-side" if plan.side_by_side else "single",
+                                                "options": plan.options()}))
+        self.writer = ResultsWriter(out, self.doc)
+        self.by_id = {s.id: s for s in plan.sides}
         self.sent: dict[str, dict[str, str]] = {}
-        self.last_save = 0.0
+        self.infos: dict[str, ServerInfo] = {}
+        self.failed_sides: dict[str, str] = {}  # side -> why its set-up failed
         self.run_token = uuid.uuid4().hex[:8]
         self.counter = 0
 
-    # -- results document ----------------------------------------------------------------
-    def save(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if not self.out or (not force and now - self.last_save < SAVE_EVERY_S):
-            return
-        self.doc["meta"]["ended_at"] = now_iso()
-        write_atomic(self.out, self.doc)
-        self.last_save = time.monotonic()
-
-    def _init_doc(self, infos: dict[str, ServerInfo]) -> None:
-        plan = self.plan
-        targets = []
-        for side in plan.sides:
-            info = infos[side.id]
-            sent, unsupported, notes = settings_to_send(side, info, plan)
-            self.sent[side.id] = sent
-            targets.append(
-                {
-                    "id": side.id,
-                    **side.target.describe(),
-                    "label": side.label or side.target.url,
-                    "server_version": info.version,
-                    "capabilities": {"query_log": info.query_log, "settings_known": len(info.settings)},
-                    "settings_requested": dict(side.settings),
-                    "settings_sent": sent,
-                    "unsupported_settings": unsupported,
-                    "scale": side.scale,
-                    "notes": info.notes + notes,
-                }
-            )
-        self.doc = document_header("run")
-        self.doc["meta"].update({
-            "mode": "side-by-side" if plan.side_by_side else "single",
-            "options": {
-                "warmup": plan.warmup,
-                "iterations": plan.iterations,
-                "adaptive": plan.iterations is None,
-                "min_runs": plan.min_runs,
-                "target_precision": plan.target_precision,
-                "max_time_per_query": plan.max_time_per_query,
-                "timeout": plan.timeout,
-                "keep_format": plan.keep_format,
-                "allow_writes": plan.allow_writes,
-                "interleave": plan.interleave,
-                "server_metrics": plan.server_metrics,
-            },
-        })
-        self.doc.update({"targets": targets, "queries": [], "calibration": []})
-
-    # -- execution -------------------------------------------------------------------------
-    def _execute(self, side: SidePlan, sql_sent: str, round_no: int, warmup: bool) -> Sample:
-        self.counter += 1
-        qid = f"chbench-{self.run_token}-{self.counter}"
-        started = time.time()
-        gc.disable()  # no cyclic-GC pause inside the timed region
-        try:
-            s = side.target.execute(sql_sent, self.sent[side.id], qid, self.plan.timeout)
-        except QueryError as e:
-            s = Sample(query_id=qid, error=e.as_dict())
-        finally:
-            gc.enable()
-        s.target, s.round, s.warmup, s.started_at = side.id, round_no, warmup, round(started, 3)
-        return s
-
-    def run(self) -> RunOutcome:
-        plan = self.plan
-        infos: dict[str, ServerInfo] = {}
+    # -- the results document ------------------------------------------------------------
+    def _connect(self) -> None:
         connected: dict[int, ServerInfo] = {}
-        for side in plan.sides:
+        for side in self.plan.sides:
             key = id(side.target)
             if key not in connected:
                 connected[key] = side.target.connect()
-            infos[side.id] = connected[key]
-        self._init_doc(infos)
-        by_id = {s.id: s for s in plan.sides}
-        states: list[QueryState] = []
-        for name in plan.query_names():
-            sides = [s.id for s in plan.sides if s.query(name) is not None]
-            first = by_id[sides[0]].query(name)
+            self.infos[side.id] = connected[key]
+
+    def _target_entry(self, side: SidePlan) -> RunTarget:
+        info = self.infos[side.id]
+        sent, unsupported, notes = settings_to_send(side, info, self.plan)
+        self.sent[side.id] = sent
+        described = side.target.describe()
+        return RunTarget(
+            id=side.id, kind=described.pop("kind"), url=described.pop("url"), label=side.label or side.target.url,
+            server_version=info.version,
+            capabilities={"query_log": info.query_log, "settings_known": len(info.settings)},
+            settings_requested=dict(side.settings), settings_sent=sent, unsupported_settings=unsupported,
+            scale=side.scale, notes=info.notes + notes,
+            extra={**described, "workload": side.workload.describe()})
+
+    def _states(self) -> list[QueryState]:
+        states = []
+        for name in self.plan.query_names():
+            sides = [s.id for s in self.plan.sides if s.query(name) is not None]
+            first = self.by_id[sides[0]].query(name)
             assert first is not None
-            entry: dict[str, Any] = {
-                "name": name,
-                "sql": first.sql,
-                "sql_sent": prepare_sql(first.sql, plan.keep_format),
-                "target": sides[0] if len(sides) == 1 else sides,
-                "sides": {},
-                "samples": [],
-                "errors": 0,
-            }
-            for sid in sides:
-                q = by_id[sid].query(name)
-                assert q is not None
-                entry["sides"][sid] = {"sql": q.sql, "sql_sent": prepare_sql(q.sql, plan.keep_format)}
-            self.doc["queries"].append(entry)
+            entry = RunQuery(name=name, sql=first.sql, sql_sent=prepare_sql(first.sql, self.plan.keep_format),
+                             target=sides[0] if len(sides) == 1 else sides, sides={})
             st = QueryState(name=name, entry=entry, sides=sides)
             for sid in sides:
-                st.done[sid] = False
-                st.ok_times[sid] = []
-                st.errors[sid] = 0
+                q = self.by_id[sid].query(name)
+                assert q is not None
+                entry.sides[sid] = {"sql": q.sql, "sql_sent": prepare_sql(q.sql, self.plan.keep_format)}
+                st.settings[sid], unknown = query_settings(self.sent[sid], q.settings, self.infos[sid])
+                if q.settings:
+                    entry.sides[sid]["settings"] = dict(q.settings)
+                if unknown:
+                    entry.sides[sid]["unsupported_settings"] = unknown
+                st.done[sid], st.ok_times[sid], st.errors[sid] = False, [], 0
+            self.doc.queries.append(entry)
             states.append(st)
-        calib: dict[str, dict[str, Any]] = {}
-        if plan.calibration:
-            for side in plan.sides:
-                c = {"target": side.id, "sql": CALIBRATION_SQL, "samples": []}
-                calib[side.id] = c
-                self.doc["calibration"].append(c)
-        self.save(force=True)
-        self.progress.start(states, plan)
+        return states
+
+    # -- execution -------------------------------------------------------------------------
+    def _execute(self, side: SidePlan, sql_sent: str, settings: dict[str, str], round_no: int,
+                 warmup: bool) -> RunSample:
+        self.counter += 1
+        qid = f"chbench-{self.run_token}-{self.counter}"
+        started = time.time()
+        s = execute(side.target, sql_sent, settings, qid, self.plan.timeout)
+        return RunSample.of(s, side.id, round_no, warmup, round(started, 3))
+
+    def run(self) -> RunOutcome:
+        preload()  # the statistics' imports, before anything is timed
+        self._connect()
+        self.doc.targets = [self._target_entry(side) for side in self.plan.sides]
+        states = self._states()
+        if self.plan.calibration:
+            self.doc.calibration = [Calibration(target=s.id, sql=CALIBRATION_SQL) for s in self.plan.sides]
+        self.writer.checkpoint(force=True)
         try:
-            self._warmup(states, by_id)
-            self._rounds(states, by_id, calib)
+            self._setup(states)
+            self.progress.start(states, self.plan)
+            try:
+                self._warmup(states)
+                self._rounds(states)
+            finally:
+                self.progress.stop()
+            if self.plan.server_metrics:
+                self._server_metrics()
         except KeyboardInterrupt:
             return self._stop("interrupted", EXIT_INTERRUPTED, "interrupted")
         except ServerLost as e:
             return self._stop("server_lost", EXIT_SERVER_LOST, str(e))
         finally:
-            self.progress.stop()
-        if plan.server_metrics:
-            try:
-                self._attach_server_metrics()
-            except KeyboardInterrupt:
-                return self._stop("interrupted", EXIT_INTERRUPTED, "interrupted while fetching server metrics")
-            except (ServerLost, QueryError) as e:
-                self.doc["meta"]["server_metrics_error"] = str(e)
-        failed = [st.name for st in states if st.entry["errors"]]
-        self.doc["status"] = "complete"
-        self.save(force=True)
+            self._teardown()
+        self.writer.finish("complete")
+        failed = [st.name for st in states if st.entry.errors]
+        problems = [f"side {sid}: set-up failed: {why}" for sid, why in self.failed_sides.items()]
         if failed:
-            return RunOutcome(self.doc, EXIT_FINDING, f"{len(failed)} quer{'y' if len(failed) == 1 else 'ies'} failed: "
-                              + ", ".join(failed[:5]) + (" …" if len(failed) > 5 else ""))
-        return RunOutcome(self.doc, EXIT_OK)
+            problems.append(f"{len(failed)} quer{'y' if len(failed) == 1 else 'ies'} failed: "
+                            + ", ".join(failed[:5]) + (" …" if len(failed) > 5 else ""))
+        return RunOutcome(self.doc, EXIT_FINDING, "; ".join(problems)) if problems else RunOutcome(self.doc, EXIT_OK)
 
     def _stop(self, status: str, code: int, message: str) -> RunOutcome:
-        self.doc["status"] = status
-        self.doc["meta"]["stop_reason"] = message
-        self.save(force=True)
+        self.writer.finish(status, message)
         return RunOutcome(self.doc, code, message)
 
-    def _record(self, st: QueryState, s: Sample) -> None:
-        st.entry["samples"].append(s.to_json())
+    # -- set-up and tear-down --------------------------------------------------------------
+    def _groups(self, which: str) -> list[tuple[Target, list[str], list[SidePlan]]]:
+        """Sides that share a target and the same statements run them once."""
+        groups: dict[tuple[int, tuple[str, ...]], tuple[Target, list[str], list[SidePlan]]] = {}
+        for side in self.plan.sides:
+            statements = list(getattr(side.workload, which))
+            if statements:
+                key = (id(side.target), tuple(statements))
+                groups.setdefault(key, (side.target, statements, []))[2].append(side)
+        return list(groups.values())
+
+    def _setup(self, states: list[QueryState]) -> None:
+        for target, statements, sides in self._groups("setup"):
+            for sql in statements:
+                try:
+                    target.statement(sql, statement_settings(self.sent[sides[0].id]))
+                except QueryError as e:
+                    why = f"{' '.join(sql.split())[:80]}: {e.message}"
+                    for side in sides:
+                        self.failed_sides[side.id] = why
+                        next(t for t in self.doc.targets if t.id == side.id).extra["setup_error"] = {
+                            "statement": sql, "error": e.as_dict()}
+                        for st in states:
+                            if side.id in st.sides:
+                                st.done[side.id] = True
+                    break
+        self.writer.checkpoint(force=True)
+
+    def _teardown(self) -> None:
+        """Best effort, whatever ended the run; a failure is a note in the file."""
+        for target, statements, sides in self._groups("teardown"):
+            for sql in statements:
+                try:
+                    target.statement(sql, statement_settings(self.sent.get(sides[0].id, {})))
+                except (QueryError, ServerLost) as e:
+                    self.doc.meta.extra.setdefault("teardown_errors", []).append(
+                        f"{' '.join(sql.split())[:80]}: {getattr(e, 'message', None) or e}")
+
+    # -- rounds ----------------------------------------------------------------------------
+    def _record(self, st: QueryState, s: RunSample) -> None:
+        st.entry.samples.append(s)
         if s.warmup:
             return
         if s.error:
             st.errors[s.target] += 1
-            st.entry["errors"] += 1
+            st.entry.errors += 1
         elif s.client_ms is not None:
             st.ok_times[s.target].append(s.client_ms)
         if s.client_ms is not None:
@@ -267,48 +239,59 @@ class Runner:
             for sid in live:
                 st.done[sid] = True
 
-    def _warmup(self, states: list[QueryState], by_id: dict[str, SidePlan]) -> None:
+    def _run_once(self, st: QueryState, sid: str, round_no: int, warmup: bool) -> None:
+        s = self._execute(self.by_id[sid], st.entry.sides[sid]["sql_sent"], st.settings[sid], round_no, warmup)
+        self._record(st, s)
+        self.progress.sample(st, s)
+
+    def _warmup(self, states: list[QueryState]) -> None:
         for _ in range(self.plan.warmup):
             for st in states:
                 for sid in st.sides:
-                    s = self._execute(by_id[sid], st.entry["sides"][sid]["sql_sent"], -1, True)
-                    self._record(st, s)
-                    self.progress.sample(st, s)
-                self.save()
+                    if not st.done[sid]:
+                        self._run_once(st, sid, -1, True)
+                self.writer.checkpoint()
 
-    def _rounds(self, states: list[QueryState], by_id: dict[str, SidePlan], calib: dict[str, dict[str, Any]]) -> None:
-        plan = self.plan
+    def _rounds(self, states: list[QueryState]) -> None:
         round_no = 0
         last_calibration = -math.inf
-        pending = list(states)
+        pending = [st for st in states if not st.finished()]
         while pending:
-            batch = pending if plan.interleave else pending[:1]
+            batch = pending if self.plan.interleave else pending[:1]
             for st in batch:
                 order = st.sides if round_no % 2 == 0 else list(reversed(st.sides))
                 for sid in order:
-                    if st.done[sid]:
-                        continue
-                    s = self._execute(by_id[sid], st.entry["sides"][sid]["sql_sent"], round_no, False)
-                    self._record(st, s)
-                    self.progress.sample(st, s)
+                    if not st.done[sid]:
+                        self._run_once(st, sid, round_no, False)
                 self._update_done(st)
                 if st.finished():
                     self.progress.query_done(st)
-                    self.save(force=True)
-                else:
-                    self.save()
-            few = any(len(c["samples"]) < CALIBRATION_MIN for c in calib.values())
-            if calib and (few or time.monotonic() - last_calibration >= CALIBRATION_EVERY_S):
-                for sid, c in calib.items():
-                    s = self._execute(by_id[sid], prepare_sql(c["sql"]), round_no, False)
-                    if s.error and not c["samples"] and c["sql"] != CALIBRATION_FALLBACK_SQL:
-                        c["sql"] = CALIBRATION_FALLBACK_SQL  # e.g. no numbers_mt on 18.x
-                        s = self._execute(by_id[sid], prepare_sql(c["sql"]), round_no, False)
-                    c["samples"].append(s.to_json())
+                self.writer.checkpoint(force=st.finished())
+            few = any(len(c.samples) < CALIBRATION_MIN for c in self.doc.calibration)
+            if self.doc.calibration and (few or time.monotonic() - last_calibration >= CALIBRATION_EVERY_S):
+                self._calibrate(round_no)
                 last_calibration = time.monotonic()
             pending = [st for st in pending if not st.finished()]
             round_no += 1
-            self.save()
+            self.writer.checkpoint()
+
+    def _calibrate(self, round_no: int) -> None:
+        for c in self.doc.calibration:
+            if c.target in self.failed_sides:
+                continue
+            side = self.by_id[c.target]
+            s = self._execute(side, prepare_sql(c.sql), self.sent[c.target], round_no, False)
+            if s.error and not c.samples and c.sql != CALIBRATION_FALLBACK_SQL:
+                c.sql = CALIBRATION_FALLBACK_SQL  # e.g. no numbers_mt on 18.x
+                s = self._execute(side, prepare_sql(c.sql), self.sent[c.target], round_no, False)
+            c.samples.append(s)
+
+    # -- server metrics --------------------------------------------------------------------
+    def _server_metrics(self) -> None:
+        try:
+            self._attach_server_metrics()
+        except (ServerLost, QueryError) as e:
+            self.doc.meta.extra["server_metrics_error"] = str(e)
 
     def _attach_server_metrics(self) -> None:
         """One batch of query_log look-ups per distinct target (sides may share one)."""
@@ -317,20 +300,20 @@ class Runner:
             sides_of.setdefault(id(side.target), (side.target, set()))[1].add(side.id)
         fetched: dict[str, dict[str, Any]] = {}
         for target, side_ids in sides_of.values():
-            ids = [s["query_id"] for q in self.doc["queries"] for s in q["samples"] if s["target"] in side_ids]
+            ids = [s.query_id for q in self.doc.queries for s in q.samples if s.target in side_ids]
             try:
                 for i in range(0, len(ids), 2000):
-                    fetched.update(target.fetch_server_metrics(ids[i : i + 2000]))
+                    fetched.update(target.fetch_server_metrics(ids[i: i + 2000]))
             except QueryError as e:
-                self.doc["meta"].setdefault("server_metrics_notes", []).append(f"{target.url}: {e.message}")
-        for q in self.doc["queries"]:
-            for s in q["samples"]:
-                m = fetched.get(s["query_id"])
+                self.doc.meta.extra.setdefault("server_metrics_notes", []).append(f"{target.url}: {e.message}")
+        for q in self.doc.queries:
+            for s in q.samples:
+                m = fetched.get(s.query_id)
                 if m is not None:
-                    s["server_metrics"] = m
-                    if s.get("server_ms") is None:
-                        s["server_ms"] = float(m["query_duration_ms"])
-                        s["server_ms_source"] = "query_log"
+                    s.server_metrics = dict(m)
+                    if s.server_ms is None:
+                        s.server_ms = float(m["query_duration_ms"])
+                        s.server_ms_source = "query_log"
 
 
 def run_plan(plan: Plan, out: str | None, progress: Progress) -> RunOutcome:

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from chbench.stats.summary import instability_reasons, median_ci, percentiles, rel_mad, relative_ci_halfwidth
 
@@ -120,91 +119,103 @@ def compare_queries(
 ) -> dict[str, Any]:
     """The whole comparison, as the JSON document ``compare --format json`` prints."""
     rng = np.random.default_rng(SEED)
-    thr = opts.threshold
     # the drift guard widens intervals by the machine's own change between runs
-    widen = 0.0
-    if machine and machine.get("material"):
-        widen = float(machine["log_change_bound"])
+    widen = float(machine["log_change_bound"]) if machine and machine.get("material") else 0.0
     rows: list[dict[str, Any]] = []
     boots: dict[int, np.ndarray] = {}
     tested: list[int] = []
     for name in names:
         a, b = side_a.get(name), side_b.get(name)
-        row: dict[str, Any] = {
-            "name": name,
-            "verdict": "no change",
-            "ratio": None,
-            "ci": None,
-            "p_value": None,
-            "a": _side_json(a),
-            "b": _side_json(b),
-            "flags": [],
-            "reasons": [],
-        }
+        row = _new_row(name, a, b)
         rows.append(row)
-        if a is None or b is None:
-            row["verdict"] = "only in A" if b is None else "only in B"
+        if a is None or b is None or row["verdict"] == "failed":
             continue
-        a_failed = not a.times and not a.summary_only
-        b_failed = not b.times and not b.summary_only
-        if a_failed or b_failed:
-            row["verdict"] = "failed"
-            if a_failed and not b_failed:
-                row["flags"].append("fails in A only")
-            elif b_failed and not a_failed:
-                row["flags"].append("fails in B only (backward-incompatible?)")
-            else:
-                row["flags"].append("fails on both sides")
-            continue
-        if a.errors and not b.errors:
-            row["flags"].append(f"errors in A only ({a.errors})")
-        elif b.errors and not a.errors:
-            row["flags"].append(f"errors in B only ({b.errors})")
-        ma, mb = a.median(), b.median()
-        assert ma is not None and mb is not None
-        row["ratio"] = mb / ma if ma > 0 else math.inf
-        if min(ma, mb) < TOO_SHORT_MS:
-            row["flags"].append(f"too short to measure well (< {TOO_SHORT_MS:.0f} ms)")
-        for label, s in (("A", a), ("B", b)):
-            if s.server_times and s.client_times:
-                cm, sm = float(np.median(s.client_times)), float(np.median(s.server_times))
-                if cm - sm > max(5.0, 0.5 * sm):
-                    row["flags"].append(f"slow on client in {label} (client {cm:.0f} ms vs server {sm:.0f} ms)")
+        _flags(row, a, b)
         if a.summary_only or b.summary_only:
             row["flags"].append("summary numbers only: weaker verdict")
-            _summary_verdict(row, a, b, thr)
+            _summary_verdict(row, a, b, opts.threshold)
             continue
-        lb = bootstrap_log_ratios(a.times, b.times, rng)
-        boots[len(rows) - 1] = lb
-        lo, hi = np.percentile(lb, [2.5, 97.5])
-        center = math.log(row["ratio"])
-        if opts.between_run:
-            # separate runs: each run adds its own offset to every query's median, with a
-            # spread that grows with the query's run-to-run spread (docs/statistics.md)
-            sb = opts.between_run * math.hypot(rel_mad(a.times), rel_mad(b.times))
-            lo = center - math.hypot(center - lo, Z95 * sb)
-            hi = center + math.hypot(hi - center, Z95 * sb)
-            row["between_run_sd"] = sb
-        row["p_value"] = float(sps.mannwhitneyu(a.times, b.times, alternative="two-sided").pvalue)
-        lo, hi = lo - widen, hi + widen
-        row["ci"] = [float(math.exp(lo)), float(math.exp(hi))]
+        boots[len(rows) - 1] = _test(row, a, b, opts, rng, widen)
         tested.append(len(rows) - 1)
-        reasons = [f"A: {r}" for r in instability_reasons(a.times, thr, opts.min_runs)]
-        reasons += [f"B: {r}" for r in instability_reasons(b.times, thr, opts.min_runs)]
-        if (hi - lo) / 2 > math.log1p(thr):
-            wa, wb = relative_ci_halfwidth(a.times), relative_ci_halfwidth(b.times)
-            extra = f", separate runs ±{Z95 * row['between_run_sd']:.1%}" if "between_run_sd" in row else ""
-            reasons.insert(
-                0,
-                f"interval wider than ±{thr:.0%} (median uncertainty A ±{wa:.1%}, B ±{wb:.1%} "
-                f"over {len(a.times)}/{len(b.times)} runs{extra})",
-            )
-        elif reasons and not any("too few runs" in r for r in reasons) and -math.log1p(thr) < lo < hi < math.log1p(thr):
-            # noisy runs, but the interval still rules out a threshold-sized change
-            row["flags"] += reasons
-            reasons = []
-        row["reasons"] = reasons
-    # false-alarm control across all tested queries
+    _verdicts(rows, tested, opts, widen)
+    return {"queries": rows, "summary": _summary(rows, boots, side_a, side_b, names, machine, opts)}
+
+
+def _new_row(name: str, a: SideData | None, b: SideData | None) -> dict[str, Any]:
+    """A query's row, with the verdicts that need no test: only on one side, failed."""
+    row: dict[str, Any] = {"name": name, "verdict": "no change", "ratio": None, "ci": None, "p_value": None,
+                           "a": _side_json(a), "b": _side_json(b), "flags": [], "reasons": []}
+    if a is None or b is None:
+        row["verdict"] = "only in A" if b is None else "only in B"
+        return row
+    a_failed = not a.times and not a.summary_only
+    b_failed = not b.times and not b.summary_only
+    if a_failed or b_failed:
+        row["verdict"] = "failed"
+        if a_failed and not b_failed:
+            row["flags"].append("fails in A only")
+        elif b_failed and not a_failed:
+            row["flags"].append("fails in B only (backward-incompatible?)")
+        else:
+            row["flags"].append("fails on both sides")
+    return row
+
+
+def _flags(row: dict[str, Any], a: SideData, b: SideData) -> None:
+    """The ratio of medians, and flags as ClickHouse's performance report has them."""
+    if a.errors and not b.errors:
+        row["flags"].append(f"errors in A only ({a.errors})")
+    elif b.errors and not a.errors:
+        row["flags"].append(f"errors in B only ({b.errors})")
+    ma, mb = a.median(), b.median()
+    assert ma is not None and mb is not None
+    row["ratio"] = mb / ma if ma > 0 else math.inf
+    if min(ma, mb) < TOO_SHORT_MS:
+        row["flags"].append(f"too short to measure well (< {TOO_SHORT_MS:.0f} ms)")
+    for label, s in (("A", a), ("B", b)):
+        if s.server_times and s.client_times:
+            cm, sm = float(np.median(s.client_times)), float(np.median(s.server_times))
+            if cm - sm > max(5.0, 0.5 * sm):
+                row["flags"].append(f"slow on client in {label} (client {cm:.0f} ms vs server {sm:.0f} ms)")
+
+
+def _test(row: dict[str, Any], a: SideData, b: SideData, opts: Options, rng: np.random.Generator,
+          widen: float) -> np.ndarray:
+    """Interval (bootstrap, widened for separate runs and machine drift), p-value and the
+    reasons the runs cannot tell a threshold-sized change; returns the bootstrap."""
+    from scipy import stats as sps
+
+    thr = opts.threshold
+    lb = bootstrap_log_ratios(a.times, b.times, rng)
+    lo, hi = np.percentile(lb, [2.5, 97.5])
+    center = math.log(row["ratio"])
+    if opts.between_run:
+        # separate runs: each run adds its own offset to every query's median, with a
+        # spread that grows with the query's run-to-run spread (docs/statistics.md)
+        sb = opts.between_run * math.hypot(rel_mad(a.times), rel_mad(b.times))
+        lo = center - math.hypot(center - lo, Z95 * sb)
+        hi = center + math.hypot(hi - center, Z95 * sb)
+        row["between_run_sd"] = sb
+    row["p_value"] = float(sps.mannwhitneyu(a.times, b.times, alternative="two-sided").pvalue)
+    lo, hi = lo - widen, hi + widen
+    row["ci"] = [float(math.exp(lo)), float(math.exp(hi))]
+    reasons = [f"A: {r}" for r in instability_reasons(a.times, thr, opts.min_runs)]
+    reasons += [f"B: {r}" for r in instability_reasons(b.times, thr, opts.min_runs)]
+    if (hi - lo) / 2 > math.log1p(thr):
+        wa, wb = relative_ci_halfwidth(a.times), relative_ci_halfwidth(b.times)
+        extra = f", separate runs ±{Z95 * row['between_run_sd']:.1%}" if "between_run_sd" in row else ""
+        reasons.insert(0, f"interval wider than ±{thr:.0%} (median uncertainty A ±{wa:.1%}, B ±{wb:.1%} "
+                          f"over {len(a.times)}/{len(b.times)} runs{extra})")
+    elif reasons and not any("too few runs" in r for r in reasons) and -math.log1p(thr) < lo < hi < math.log1p(thr):
+        # noisy runs, but the interval still rules out a threshold-sized change
+        row["flags"] += reasons
+        reasons = []
+    row["reasons"] = reasons
+    return lb
+
+
+def _verdicts(rows: list[dict[str, Any]], tested: list[int], opts: Options, widen: float) -> None:
+    """False-alarm control across all tested queries, then each tested query's verdict."""
     pv = [rows[i]["p_value"] for i in tested]
     if opts.correction == "holm":
         adj = holm(pv)
@@ -212,7 +223,7 @@ def compare_queries(
         adj = benjamini_hochberg(pv)
     else:
         adj = list(pv)
-    eff_thr = thr + widen
+    eff_thr = opts.threshold + widen
     for i, p_adj in zip(tested, adj, strict=True):
         row = rows[i]
         row["p_adjusted"] = p_adj
@@ -229,7 +240,6 @@ def compare_queries(
             row["verdict"] = "no change"
         if widen and row["verdict"] in ("slower", "faster", "unstable"):
             row["flags"].append("machine itself changed between the runs: verdict qualified")
-    return {"queries": rows, "summary": _summary(rows, boots, side_a, side_b, names, machine, opts)}
 
 
 def _summary_verdict(row: dict[str, Any], a: SideData, b: SideData, thr: float) -> None:
@@ -293,6 +303,8 @@ def machine_change(cal_a: list[float], cal_b: list[float], material: float = 0.0
     rng = np.random.default_rng(SEED + 1)
     lb = bootstrap_log_ratios(cal_a, cal_b, rng)
     lo, hi = np.percentile(lb, [2.5, 97.5])
+    from scipy import stats as sps
+
     change = float(np.median(cal_b) / np.median(cal_a))
     p = float(sps.mannwhitneyu(cal_a, cal_b, alternative="two-sided").pvalue)
     is_material = p < 0.01 and abs(change - 1) > material

@@ -7,7 +7,14 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats as sps
+
+
+def preload() -> None:
+    """Import scipy.stats now (seconds on a slow machine), not in the middle of a run.
+
+    The statistics modules import it where they first need it, so commands that never
+    test anything (load, ingest, read, clickbench) do not pay for it."""
+    import scipy.stats  # noqa: F401
 
 
 def median_ci(values: Sequence[float], conf: float = 0.95) -> tuple[float, float]:
@@ -25,6 +32,8 @@ def median_ci(values: Sequence[float], conf: float = 0.95) -> tuple[float, float
 @lru_cache(maxsize=4096)
 def _median_rank(n: int, conf: float) -> int:
     """Smallest symmetric pair of order statistics covering the median with prob >= conf."""
+    from scipy import stats as sps
+
     return max(int(sps.binom.ppf((1 - conf) / 2, n, 0.5)) - 1, 0)
 
 
@@ -68,6 +77,8 @@ def drift(values: Sequence[float]) -> tuple[float, float]:
     n = len(x)
     if n < 8:
         return (0.0, 1.0)
+    from scipy import stats as sps
+
     idx = np.arange(n)
     slope = sps.theilslopes(x, idx)[0]
     tau = sps.kendalltau(idx, x)

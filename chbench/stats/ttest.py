@@ -9,8 +9,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy import stats as sps
-
 from chbench.stats.histogram import Histogram
 
 # --confidence 0..5, as clickhouse-benchmark
@@ -63,6 +61,8 @@ def student_t(a: Histogram, b: Histogram, confidence_index: int = 5) -> TTest | 
     df = a.count + b.count - 2
     pooled = ((a.count - 1) * va + (b.count - 1) * vb) / df
     se = math.sqrt(pooled * (1.0 / a.count + 1.0 / b.count))
+    from scipy import stats as sps
+
     t_crit = float(sps.t.ppf(1.0 - (1.0 - conf / 100.0) / 2.0, df))
     diff = b.mean - a.mean
     half = t_crit * se

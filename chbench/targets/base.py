@@ -1,21 +1,27 @@
-"""The one small interface every target implements, and the sample it returns.
+"""The one small interface every target implements, what a target can do, and the
+sample it returns.
 
 A target is where queries go: the embedded chDB engine, the HTTP interface or the
-native protocol. The runner only ever sees :class:`Target`; like httpx's transports,
-each implementation hides its protocol behind ``execute``.
+native protocol. Callers only ever see :class:`Target`; like httpx's transports, each
+implementation hides its protocol behind ``execute``, maps its library's exceptions to
+chbench's in one place, and says what it can do in :class:`Capabilities` (as
+clickhouse-connect's backends do) instead of callers testing which kind it is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import re
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from chbench.clickbench.checksum import Result
-from chbench.errors import QueryError
+from chbench.errors import ChbenchError, ConnectError, QueryError, ServerLost
+from chbench.targets.result import Result
+from chbench.targets.url import Protocol, TargetURL
 
 # ProfileEvents fetched from system.query_log by --server-metrics.
 PROFILE_EVENTS = (
@@ -28,9 +34,40 @@ PROFILE_EVENTS = (
 )
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a target can do: one field each, rather than callers testing its kind."""
+
+    in_process: bool = False  # the engine runs inside this process (shares its CPU and memory)
+    concurrent_sessions: bool = True  # several connections can run queries at the same time
+    streaming_insert: bool = False  # insert_stream(): an INSERT's data streamed for the server to parse
+    local_files: bool = False  # the engine reads this host's files by path (INSERT … FROM file())
+    formatted_results: bool = False  # query_bytes(): a result as the bytes of its FORMAT clause
+    stages: bool = False  # processing stages other than complete (--stage)
+    kill_query: bool = True  # KILL QUERY reaches a query still running
+    query_log: bool = True  # system.query_log can exist (the probe tells whether it does)
+
+    def to_json(self) -> dict[str, bool]:
+        return asdict(self)
+
+
+@dataclass
+class Credentials:
+    """Who connects: never in a URL, never in a results file."""
+
+    user: str | None = None
+    password: str | None = None
+    database: str | None = None
+    ca_file: str | None = None
+
+
+class Unsupported(ChbenchError):
+    """The target cannot do what was asked (its capabilities say so)."""
+
+
 @dataclass
 class Sample:
-    """One execution of one query on one target."""
+    """One execution of one query on one target, as the target measured it."""
 
     query_id: str
     client_ms: float | None = None
@@ -41,18 +78,6 @@ class Sample:
     result_bytes: int | None = None
     memory_bytes: int | None = None
     error: dict[str, Any] | None = None
-    # filled by the runner
-    target: str = "A"
-    round: int = 0
-    warmup: bool = False
-    started_at: float = 0.0
-    server_metrics: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        if d["server_metrics"] is None:
-            del d["server_metrics"]
-        return d
 
 
 @dataclass
@@ -72,20 +97,48 @@ class ServerInfo:
 
 
 class Target(ABC):
-    """Where queries go. Implementations: embedded, http, native."""
+    """Where queries go. Implementations: embedded, http, native (and fake, for tests)."""
 
-    kind: str = ""
+    protocol: ClassVar[Protocol]
+    capabilities: ClassVar[Capabilities] = Capabilities()
 
     def __init__(self, url: str) -> None:
         self.url = url  # description without secrets
         self.info: ServerInfo | None = None
 
+    @property
+    def kind(self) -> str:
+        """The protocol's name, as results files record it."""
+        return self.protocol.value
+
+    @classmethod
+    def from_url(cls, url: TargetURL, creds: Credentials, light: bool, stage: str) -> Target:
+        """Build (but do not connect) the target ``url`` names."""
+        raise NotImplementedError
+
+    # -- connecting --------------------------------------------------------------------
     @abstractmethod
     def connect(self) -> ServerInfo:
         """Open the connection and probe version and known settings.
 
         Raises ConnectError with one clear line when unreachable or refused."""
 
+    def open(self) -> None:
+        """Connect without the full probe (a load connection: the run probed once)."""
+        try:
+            self.execute("SELECT 1", {}, "", 30.0)
+        except QueryError as e:
+            raise ConnectError(f"{self.url}: {e.message}") from None
+        except ServerLost as e:
+            raise ConnectError(str(e)) from None
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections."""
+
+    def reconnect(self) -> None:  # noqa: B027 - optional hook
+        """Drop the connection; the next query opens a fresh one (load --reconnect)."""
+
+    # -- timed ---------------------------------------------------------------------------
     @abstractmethod
     def execute(self, sql: str, settings: dict[str, str], query_id: str, timeout: float | None) -> Sample:
         """Run one query and return its sample.
@@ -96,11 +149,38 @@ class Target(ABC):
     def fetch(self, sql: str, settings: dict[str, str], query_id: str, timeout: float | None) -> tuple[Sample, Result]:
         """Like ``execute``, and also return the result itself (names, types and rows as
         canonical text) — for result checks (``clickbench run``). Timed the same way."""
-        raise NotImplementedError(f"{self.kind} target cannot return results")
+        raise Unsupported(f"the {self.kind} target cannot return results")
 
+    # -- untimed -------------------------------------------------------------------------
+    @abstractmethod
     def query_rows(self, sql: str) -> list[list[str]]:
         """Run an administrative query and return its rows as text (TSV-decoded)."""
-        raise NotImplementedError
+
+    def command(self, sql: str) -> None:
+        """Run an administrative statement that returns no rows."""
+        self.query_rows(sql)
+
+    def query_bytes(self, sql: str) -> bytes:
+        """An administrative query's result as the bytes of its FORMAT clause
+        (``capabilities.formatted_results``)."""
+        raise Unsupported(f"the {self.kind} target cannot return results in a FORMAT")
+
+    def insert_stream(self, sql: str, body: Iterable[bytes], encoding: str | None = None,
+                      params: dict[str, str] | None = None) -> int | None:
+        """Stream ``body`` as the data of an INSERT for the server to parse
+        (``capabilities.streaming_insert``); returns the server's written rows if known."""
+        raise Unsupported(f"the {self.kind} target cannot stream an INSERT's data: use an http:// target")
+
+    def statement(self, sql: str, settings: dict[str, str]) -> None:
+        """A set-up or tear-down statement: untimed, with these settings, never read-only
+        (writes are what set-up is for)."""
+        sent = {k: v for k, v in settings.items() if k != "readonly"}
+        self.execute(sql, sent, "", None)
+
+    def kill_query(self, query_id: str) -> None:
+        """Best effort: stop a query still running on the server."""
+        with contextlib.suppress(Exception):  # best effort only
+            self.command(f"KILL QUERY WHERE query_id = '{query_id}' ASYNC")
 
     def probe(self, version: str) -> ServerInfo:
         """After connecting: record the settings the server knows and whether
@@ -112,15 +192,6 @@ class Target(ABC):
             info.query_log = True
         self.info = info
         return info
-
-    def command(self, sql: str) -> None:
-        """Run an administrative statement that returns no rows."""
-        self.query_rows(sql)
-
-    def kill_query(self, query_id: str) -> None:
-        """Best effort: stop a query still running on the server."""
-        with contextlib.suppress(Exception):  # best effort only
-            self.command(f"KILL QUERY WHERE query_id = '{query_id}' ASYNC")
 
     def fetch_server_metrics(self, query_ids: list[str]) -> dict[str, dict[str, Any]]:
         """query_log rows for these query_ids, in one batch query (needs system.query_log).
@@ -173,14 +244,31 @@ class Target(ABC):
             out[r[0]] = m
         return out
 
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Release connections."""
-
-    def reconnect(self) -> None:  # noqa: B027 - optional hook
-        """Drop the connection; the next query opens a fresh one (load --reconnect)."""
-
+    # -- description ---------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "url": self.url}
+
+    @property
+    def label(self) -> str:
+        """A short name for reports: host:port, or the URL of an in-process engine."""
+        return self.url
+
+    def is_local(self) -> bool:
+        """The engine runs on this machine (in this process, or on a loopback address)."""
+        return self.capabilities.in_process
+
+    def preferred_settings(self) -> tuple[dict[str, str], list[str]]:
+        """Settings this target asks for by default in load runs, and why (notes)."""
+        return {}, []
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def parse_exception_code(text: str) -> int | None:

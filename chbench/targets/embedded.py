@@ -1,96 +1,160 @@
 """Embedded target: the chDB engine inside this process.
 
 Settings are applied with ``SET`` on the session before the timed query (the SET
-itself is not timed), so two sides of a settings A/B can share one engine.
+itself is not timed), so two sides of a settings A/B can share one engine. Set-up and
+tear-down statements go through a second session on the same data (chDB gives each
+connection its own settings): the measuring session may already be read-only, and
+``readonly`` cannot be lowered inside a session.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
-from chbench.clickbench.checksum import Result, parse_tsv_with_types
 from chbench.errors import ConnectError, QueryError
-from chbench.targets.base import Sample, ServerInfo, Target, first_line, parse_exception_code
+from chbench.targets.base import (
+    Capabilities,
+    Credentials,
+    Sample,
+    ServerInfo,
+    Target,
+    first_line,
+    parse_exception_code,
+)
+from chbench.targets.result import Result, parse_tsv_with_types
+from chbench.targets.url import Protocol, TargetURL
 
-_SESSIONS: dict[str, Any] = {}  # chDB allows one engine per process: share sessions by path
+
+class _Session:
+    """One chDB connection and the settings SET on it so far."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.applied: dict[str, str] = {}
+        self.defaults: dict[str, str] = {}
+
+    def raw(self, sql: str, fmt: str = "TabSeparated") -> Any:
+        with _errors():
+            return self.conn.query(sql, fmt)
+
+    def text(self, sql: str) -> str:
+        r = self.raw(sql)
+        return r if isinstance(r, str) else bytes(r.bytes()).decode("utf-8", "replace")
+
+    def apply(self, settings: dict[str, str]) -> None:
+        wanted = dict(settings)
+        for name in self.applied:
+            if name not in wanted:
+                wanted[name] = self.defaults.get(name, "0")
+        changes = {k: v for k, v in wanted.items() if self.applied.get(k) != v}
+        # readonly last: once it is set, other settings may still change (readonly=2)
+        for name in sorted(changes, key=lambda n: n == "readonly"):
+            value = changes[name]
+            if name == "readonly" and self.applied.get("readonly", "0") != "0":
+                continue  # cannot be lowered again inside this session
+            literal = value if _is_number(value) else "'" + value.replace("'", "\\'") + "'"
+            self.raw(f"SET {name} = {literal}")
+            self.applied[name] = value
+        for name in list(self.applied):
+            if name not in settings and self.applied[name] == self.defaults.get(name):
+                del self.applied[name]
+
+
+# chDB runs one engine per process: sessions are shared by data path (a second
+# connection to the same path sees the same tables with settings of its own)
+_SESSIONS: dict[tuple[str, str], _Session] = {}
+
+
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
+    """chDB's exceptions (plain RuntimeErrors carrying 'Code: N'), as chbench's."""
+    try:
+        yield
+    except QueryError:
+        raise
+    except Exception as e:  # noqa: BLE001 - chdb raises plain RuntimeErrors
+        text = str(e)
+        raise QueryError(parse_exception_code(text), first_line(text)) from None
 
 
 class EmbeddedTarget(Target):
-    kind = "embedded"
+    protocol = Protocol.EMBEDDED
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        in_process=True, concurrent_sessions=False, local_files=True, formatted_results=True, kill_query=False,
+        query_log=False)
 
-    def __init__(self, url: str, path: str | None) -> None:
-        super().__init__(url)
-        self.path = path
-        self._conn: Any = None
-        self._applied: dict[str, str] = {}
-        self._defaults: dict[str, str] = {}
+    def __init__(self, url: TargetURL, creds: Credentials | None = None) -> None:
+        super().__init__(url.display())
+        self.path = url.path
+        self._session: _Session | None = None
+
+    @classmethod
+    def from_url(cls, url: TargetURL, creds: Credentials, light: bool, stage: str) -> Target:
+        return cls(url, creds)
+
+    def _open(self, role: str) -> _Session:
+        key = (self.path or ":memory:", role)
+        if key not in _SESSIONS:
+            try:
+                import chdb
+            except ImportError:  # pragma: no cover - chdb is a dependency
+                raise ConnectError("the embedded target needs the 'chdb' package (pip install chdb)") from None
+            try:
+                _SESSIONS[key] = _Session(chdb.connect(key[0]))
+            except Exception as e:  # noqa: BLE001 - chdb raises plain RuntimeErrors
+                raise ConnectError(f"embedded engine at {key[0]}: {first_line(str(e))}") from None
+        return _SESSIONS[key]
+
+    @property
+    def session(self) -> _Session:
+        if self._session is None:
+            self._session = self._open("measure")
+        return self._session
 
     def connect(self) -> ServerInfo:
         try:
-            import chdb
-        except ImportError:  # pragma: no cover - chdb is a dependency
-            raise ConnectError("the embedded target needs the 'chdb' package (pip install chdb)") from None
-        key = self.path or ":memory:"
-        try:
-            if key not in _SESSIONS:
-                _SESSIONS[key] = chdb.connect(key)
-            self._conn = _SESSIONS[key]
-            version = self._raw("SELECT version() FORMAT TabSeparated").strip()
+            session = self.session
+            version = session.text("SELECT version() FORMAT TabSeparated").strip()
             rows = self.query_rows("SELECT name, value FROM system.settings")
         except QueryError as e:
-            raise ConnectError(f"embedded engine at {key}: {e.message}") from None
-        except Exception as e:  # noqa: BLE001 - chdb raises plain RuntimeErrors
-            raise ConnectError(f"embedded engine at {key}: {first_line(str(e))}") from None
-        self._defaults = {r[0]: r[1] for r in rows}
-        info = ServerInfo(version=version, settings=dict(self._defaults))
+            raise ConnectError(f"embedded engine at {self.path or ':memory:'}: {e.message}") from None
+        session.defaults = {r[0]: r[1] for r in rows}
+        info = ServerInfo(version=version, settings=dict(session.defaults))
         info.notes.append("embedded: server_ms is chDB's own elapsed time; no system.query_log")
         self.info = info
         return info
 
-    def _raw(self, sql: str) -> str:
-        try:
-            r = self._conn.query(sql, "TabSeparated")
-        except Exception as e:  # noqa: BLE001
-            text = str(e)
-            raise QueryError(parse_exception_code(text), first_line(text)) from None
-        if isinstance(r, str):
-            return r
-        return bytes(r.bytes()).decode("utf-8", "replace")
+    def open(self) -> None:
+        self.connect()
 
     def command(self, sql: str) -> None:
-        self._raw(sql)
+        self.session.raw(sql)
 
     def query_rows(self, sql: str) -> list[list[str]]:
-        text = self._raw(sql + "\nFORMAT TabSeparated")
+        text = self.session.text(sql + "\nFORMAT TabSeparated")
         return [line.split("\t") for line in text.splitlines()]
 
-    def _apply(self, settings: dict[str, str]) -> None:
-        wanted = dict(settings)
-        for name in self._applied:
-            if name not in wanted:
-                wanted[name] = self._defaults.get(name, "0")
-        changes = {k: v for k, v in wanted.items() if self._applied.get(k) != v}
-        # readonly last: once it is set, other settings may still change (readonly=2)
-        for name in sorted(changes, key=lambda n: n == "readonly"):
-            value = changes[name]
-            if name == "readonly" and self._applied.get("readonly", "0") != "0":
-                continue  # cannot be lowered again inside this session
-            literal = value if _is_number(value) else "'" + value.replace("'", "\\'") + "'"
-            self._raw(f"SET {name} = {literal}")
-            self._applied[name] = value
-        for name in list(self._applied):
-            if name not in settings and self._applied[name] == self._defaults.get(name):
-                del self._applied[name]
+    def query_bytes(self, sql: str) -> bytes:
+        r = self.session.raw(sql)
+        return r.encode() if isinstance(r, str) else bytes(r.bytes())
+
+    def statement(self, sql: str, settings: dict[str, str]) -> None:
+        admin = self._open("admin")
+        if not admin.defaults:
+            admin.defaults = dict(self.session.defaults)
+        admin.apply({k: v for k, v in settings.items() if k != "readonly"})
+        admin.raw(sql)
 
     def _timed(self, sql: str, settings: dict[str, str], query_id: str, fmt: str) -> tuple[Sample, Any]:
-        self._apply(settings)
+        session = self.session
+        session.apply(settings)
+        conn = session.conn
         t0 = time.perf_counter()
-        try:
-            r = self._conn.query(sql, fmt)
-        except Exception as e:  # noqa: BLE001
-            text = str(e)
-            raise QueryError(parse_exception_code(text), first_line(text)) from None
+        with _errors():
+            r = conn.query(sql, fmt)
         client_ms = (time.perf_counter() - t0) * 1000.0
         s = Sample(query_id=query_id, client_ms=client_ms)
         if hasattr(r, "elapsed"):

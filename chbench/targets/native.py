@@ -19,7 +19,7 @@ import datetime as dt
 import io
 import logging
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 from clickhouse_driver import Client, defines
 from clickhouse_driver import errors as cherrors
@@ -32,9 +32,19 @@ from clickhouse_driver.settings.writer import SettingsFlags, write_settings
 from clickhouse_driver.varint import read_varint, write_varint
 from clickhouse_driver.writer import write_binary_str
 
-from chbench.clickbench.checksum import Result
-from chbench.errors import ConnectError, QueryError, ServerLost
-from chbench.targets.base import AUTH_CODES, Sample, ServerInfo, Target, first_line
+from chbench.errors import ChbenchError, ConnectError, QueryError, ServerLost
+from chbench.targets.base import (
+    AUTH_CODES,
+    Capabilities,
+    Credentials,
+    Sample,
+    ServerInfo,
+    Target,
+    first_line,
+    is_loopback,
+)
+from chbench.targets.result import Result
+from chbench.targets.url import DEFAULT_PORTS, Protocol, TargetURL
 
 # clickhouse-driver logs each failed connection attempt on stderr; chbench reports the
 # failure itself, in one line
@@ -47,36 +57,27 @@ STAGES = {"fetch_columns": 0, "with_mergeable_state": 1, "complete": 2}
 
 _NETWORK_ERRORS = (cherrors.NetworkError, cherrors.SocketTimeoutError, EOFError, ConnectionError, OSError)
 _QUERY_ERRORS = (cherrors.Error, EOFError, OSError)  # everything _translate() maps
+_NOT_NATIVE = (cherrors.UnexpectedPacketFromServerError, cherrors.UnknownPacketFromServerError)
 
 
 class NativeTarget(Target):
-    kind = "native"
+    protocol = Protocol.NATIVE
+    capabilities: ClassVar[Capabilities] = Capabilities(stages=True)
 
-    def __init__(
-        self,
-        url: str,
-        host: str,
-        port: int,
-        secure: bool,
-        user: str,
-        password: str | None,
-        database: str | None,
-        ca_file: str | None = None,
-        light: bool = False,
-        stage: str = "complete",
-    ) -> None:
-        super().__init__(url)
-        self.user = user
+    def __init__(self, url: TargetURL, creds: Credentials, light: bool = False, stage: str = "complete") -> None:
+        super().__init__(url.display())
+        self.user = url.user
+        self.host, self.port = url.host, url.port
         self.stage = STAGES[stage]
         self._kw = dict(
-            host=host,
-            port=port,
-            user=user,
-            password=password or "",
-            database=database or "default",
-            secure=secure,
+            host=url.host,
+            port=url.port,
+            user=url.user,
+            password=creds.password or "",
+            database=url.database or "default",
+            secure=url.secure,
             verify=True,
-            ca_certs=ca_file,
+            ca_certs=creds.ca_file,
             connect_timeout=5,
             send_receive_timeout=3600,
             client_name="chbench",
@@ -85,29 +86,42 @@ class NativeTarget(Target):
         self._client = Client(**self._kw, **extra)
         self._admin_client: Client | None = None
 
-    def _message(self, e: Exception) -> str:
+    @classmethod
+    def from_url(cls, url: TargetURL, creds: Credentials, light: bool, stage: str) -> Target:
+        return cls(url, creds, light, stage)
+
+    def _message(self, e: BaseException) -> str:
         msg = getattr(e, "message", None) or str(e)
-        return first_line(msg.replace(self._kw["password"], "***") if self._kw["password"] else msg)
+        password = str(self._kw["password"])
+        return first_line(msg.replace(password, "***") if password else msg)
 
     def query_rows(self, sql: str) -> list[list[str]]:
         try:
             rows = self._client.execute(sql)
-        except cherrors.ServerException as e:
-            raise QueryError(e.code, self._message(e)) from None
-        except _NETWORK_ERRORS as e:
-            raise ServerLost(f"{self.url}: server stopped answering ({self._message(e)})") from None
+        except _QUERY_ERRORS as e:
+            raise self._translate(e, self._client.connection, None, None) from None
         return [[str(v) for v in row] for row in rows]
 
     def connect(self) -> ServerInfo:
         try:
             version = self._client.execute("SELECT version()")[0][0]
-        except cherrors.ServerException as e:
-            if e.code in AUTH_CODES:
-                raise ConnectError(f"{self.url}: authentication failed for user '{self.user}'") from None
-            raise ConnectError(f"{self.url}: {self._message(e)}") from None
-        except _NETWORK_ERRORS as e:
-            raise ConnectError(f"cannot connect to {self.url}: {self._message(e)}") from None
+        except _QUERY_ERRORS as e:
+            raise self._connect_error(e) from None
         return self.probe(str(version))
+
+    def _connect_error(self, e: BaseException) -> ChbenchError:
+        """Why connecting failed, in one line that names the likely mistake."""
+        if isinstance(e, cherrors.ServerException):
+            if e.code in AUTH_CODES:
+                return ConnectError(f"{self.url}: authentication failed for user '{self.user}'")
+            return ConnectError(f"{self.url}: {self._message(e)}")
+        if isinstance(e, _NOT_NATIVE):  # e.g. an HTTP port: the server answered with HTTP
+            http_hint = "an HTTP port" if self.port in (DEFAULT_PORTS["http"], DEFAULT_PORTS["https"]) else \
+                "not a native-protocol port"
+            return ConnectError(f"cannot connect to {self.url}: port {self.port} does not speak the native protocol "
+                                f"({http_hint}? use http://{self.host}:{self.port}, or the native port "
+                                f"{DEFAULT_PORTS['clickhouse']})")
+        return ConnectError(f"cannot connect to {self.url}: {self._message(e)}")
 
     def execute(self, sql: str, settings: dict[str, str], query_id: str, timeout: float | None) -> Sample:
         conn = self._client.connection
@@ -146,18 +160,21 @@ class NativeTarget(Target):
         types = [c[1] for c in columns]
         return s, Result(names, types, [[_text(v) for v in row] for row in rows])
 
-    def _translate(self, e: BaseException, conn: Any, query_id: str, timeout: float | None) -> Exception:
-        """A driver or network error of one query, as chbench reports it."""
+    def _translate(self, e: BaseException, conn: Any, query_id: str | None, timeout: float | None) -> Exception:
+        """A driver or network error, as chbench reports it: the one place clickhouse-driver's
+        exceptions are mapped (used in ``except`` clauses: the success path costs nothing)."""
         if isinstance(e, cherrors.ServerException):
             return QueryError(e.code, self._message(e))
         conn.disconnect()
-        if isinstance(e, cherrors.SocketTimeoutError):
+        if isinstance(e, cherrors.SocketTimeoutError) and query_id is not None:
             self.kill_query(query_id)
             return QueryError(159, f"client timeout: no answer within {timeout or 0:.0f} s (query killed)")
         if isinstance(e, _NETWORK_ERRORS):
-            return ServerLost(f"{self.url}: server stopped answering ({self._message(e)})")  # type: ignore[arg-type]
+            return ServerLost(f"{self.url}: server stopped answering ({self._message(e)})")
+        if isinstance(e, _NOT_NATIVE):
+            return self._connect_error(e)
         # e.g. a result type the driver cannot decode: the stream is lost
-        return QueryError(None, f"client cannot read the result: {self._message(e)}")  # type: ignore[arg-type]
+        return QueryError(None, f"client cannot read the result: {self._message(e)}")
 
     def reconnect(self) -> None:
         self._client.connection.disconnect()
@@ -174,6 +191,13 @@ class NativeTarget(Target):
         self._client.disconnect()
         if self._admin_client is not None:
             self._admin_client.disconnect()
+
+    @property
+    def label(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    def is_local(self) -> bool:
+        return is_loopback(self.host)
 
 
 _BLOCK_PACKETS = frozenset({
@@ -275,31 +299,31 @@ def _receive_with_driver(conn: Any, s: Sample) -> int:
             raise packet.exception
 
 
-def _send_query(conn: object, query: str, query_id: str, stage: int) -> None:
+def _send_query(conn: Any, query: str, query_id: str, stage: int) -> None:
     """clickhouse-driver's ``Connection.send_query``, with a processing stage (the
     driver always asks for the complete result; clickhouse-benchmark's --stage can ask
     for less)."""
-    c = conn  # type: ignore[assignment]
-    fout = c.fout  # type: ignore[attr-defined]
+    c = conn
+    fout = c.fout
     write_varint(ClientPacketTypes.QUERY, fout)
     write_binary_str(query_id or "", fout)
-    revision = c.server_info.used_revision  # type: ignore[attr-defined]
+    revision = c.server_info.used_revision
     if revision >= defines.DBMS_MIN_REVISION_WITH_CLIENT_INFO:
         # built once per connection (it looks up the OS user and host name), timed per query
         info = getattr(c, "_chbench_client_info", None)
         if info is None:
-            info = ClientInfo(c.client_name, c.context, client_revision=c.client_revision)  # type: ignore[attr-defined]
+            info = ClientInfo(c.client_name, c.context, client_revision=c.client_revision)
             info.query_kind = ClientInfo.QueryKind.INITIAL_QUERY
-            c._chbench_client_info = info  # type: ignore[attr-defined]
+            c._chbench_client_info = info
         info.initial_query_start_time_microseconds = int(time.time() * 1_000_000)
         info.write(revision, fout)
     as_strings = revision >= defines.DBMS_MIN_REVISION_WITH_SETTINGS_SERIALIZED_AS_STRINGS
-    flags = SettingsFlags.IMPORTANT if c.settings_is_important else 0  # type: ignore[attr-defined]
-    write_settings(c.context.settings, fout, as_strings, flags)  # type: ignore[attr-defined]
+    flags = SettingsFlags.IMPORTANT if c.settings_is_important else 0
+    write_settings(c.context.settings, fout, as_strings, flags)
     if revision >= defines.DBMS_MIN_REVISION_WITH_INTERSERVER_SECRET:
         write_binary_str("", fout)
     write_varint(stage, fout)
-    write_varint(c.compression, fout)  # type: ignore[attr-defined]
+    write_varint(c.compression, fout)
     write_binary_str(query, fout)
     if revision >= defines.DBMS_MIN_PROTOCOL_VERSION_WITH_PARAMETERS:
         write_settings({}, fout, True, SettingsFlags.CUSTOM)

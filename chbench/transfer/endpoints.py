@@ -12,12 +12,12 @@ from __future__ import annotations
 import base64
 import http.client
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlencode, urlsplit
+from urllib.parse import urlencode
 
 from chbench.errors import UsageError
-from chbench.targets import DEFAULT_PORTS
+from chbench.targets import Protocol, TargetURL, parse_target_url
 
 
 @dataclass
@@ -43,45 +43,55 @@ class Endpoints:
     embedded: str | None  # a chDB path ('' = in memory)
     password: str | None
     ca_file: str | None
+    urls: dict[Protocol, TargetURL] = field(default_factory=dict)
 
     def describe(self) -> dict[str, str | None]:
-        return {"http": self.http.url() if self.http else None, "native": self.native.url() if self.native else None,
-                "embedded": None if self.embedded is None else (self.embedded or ":memory:")}
+        return {Protocol.HTTP.value: self.http.url() if self.http else None,
+                Protocol.NATIVE.value: self.native.url() if self.native else None,
+                Protocol.EMBEDDED.value: None if self.embedded is None else (self.embedded or ":memory:")}
 
-    def admin_spec(self) -> str:
-        if self.http:
-            return self.http.url()
-        if self.native:
-            return self.native.url()
-        return "embedded" + (f":{self.embedded}" if self.embedded else "")
+    def has(self, protocol: Protocol) -> bool:
+        return {Protocol.HTTP: self.http, Protocol.NATIVE: self.native,
+                Protocol.EMBEDDED: self.embedded}.get(protocol) is not None
+
+    def missing(self, protocol: Protocol) -> str | None:
+        """Why a path of ``protocol`` cannot run here, or None."""
+        if self.has(protocol):
+            return None
+        if protocol == Protocol.EMBEDDED:
+            return "needs the embedded target"
+        if protocol == Protocol.HTTP:
+            return "needs an http:// target (give one with --target)"
+        return "needs a clickhouse:// target (give one with --target)"
+
+    def admin_url(self) -> TargetURL:
+        """Where verification and tables go: the HTTP address, else the native one, else
+        the embedded engine."""
+        assert self.urls, "no endpoint"
+        for protocol in (Protocol.HTTP, Protocol.NATIVE, Protocol.EMBEDDED):
+            if protocol in self.urls:
+                return self.urls[protocol]
+        raise AssertionError("unreachable")
 
 
 def parse_endpoints(specs: list[str], user: str | None, database: str | None, password: str | None,
                     ca_file: str | None) -> Endpoints:
     ep = Endpoints(None, None, None, password, ca_file)
     for spec in specs:
-        if spec == "embedded" or spec.startswith("embedded:"):
+        url = parse_target_url(spec, user, database)
+        if url.protocol in ep.urls and url.protocol != Protocol.EMBEDDED:
+            raise UsageError(f"give at most one {url.protocol.value} target")
+        ep.urls.setdefault(url.protocol, url)
+        if url.protocol == Protocol.EMBEDDED:
             if ep.embedded is not None:
                 raise UsageError("give one embedded target")
-            ep.embedded = spec[len("embedded:"):] if ":" in spec else ""
+            ep.embedded = url.path or ""
             continue
-        parts = urlsplit(spec)
-        scheme = parts.scheme.lower()
-        if scheme not in DEFAULT_PORTS:
-            raise UsageError(f"unknown target '{spec}': use http(s)://, clickhouse(s):// or embedded")
-        if parts.password is not None:
-            raise UsageError("put no password in a target URL: use CLICKHOUSE_PASSWORD or --password-file")
-        try:
-            port = parts.port or DEFAULT_PORTS[scheme]
-        except ValueError:
-            raise UsageError(f"bad port in target '{spec}'") from None
-        addr = Address(scheme, parts.hostname or "localhost", port,
-                       unquote(parts.username) if parts.username else (user or "default"),
-                       parts.path.strip("/") or database)
-        kind = "http" if scheme.startswith("http") else "native"
-        if getattr(ep, kind) is not None:
-            raise UsageError(f"give at most one {kind} target")
-        setattr(ep, kind, addr)
+        addr = Address(url.kind.scheme, url.host, url.port, url.user, url.database)
+        if url.protocol == Protocol.HTTP:
+            ep.http = addr
+        else:
+            ep.native = addr
     if ep.embedded is not None and (ep.http or ep.native):
         raise UsageError("the embedded engine and a server are different targets: benchmark one at a time")
     return ep
@@ -150,7 +160,7 @@ class RawHttp:
             params = {"database": self.addr.database, **params}
         return "/?" + urlencode(params)
 
-    def post(self, params: dict[str, str], body: object, headers: dict[str, str] | None = None,
+    def post(self, params: dict[str, str], body: Any, headers: dict[str, str] | None = None,
              chunked: bool = False) -> http.client.HTTPResponse:
         """Send; return the response with its body unread (the caller reads or streams it).
         Connection problems raise OSError / http.client.HTTPException; the connection is

@@ -33,7 +33,7 @@ CEILING_TRIES = 3
 
 
 def admin_target(ep: Endpoints) -> Target:
-    t = make_target(ep.admin_spec(), Credentials(password=ep.password, ca_file=ep.ca_file))
+    t = make_target(ep.admin_url(), Credentials(password=ep.password, ca_file=ep.ca_file))
     t.connect()
     return t
 
@@ -67,12 +67,9 @@ def _percentiles(ms: list[float]) -> dict[str, float | None]:
 
 def available(cls: type[IngestPath], ep: Endpoints, admin: Target) -> str | None:
     """Why the path cannot run against these endpoints, or None."""
-    if cls.protocol == "embedded" and ep.embedded is None:
-        return "needs the embedded target"
-    if cls.protocol == "http" and ep.http is None:
-        return "needs an http:// target (give one with --target)"
-    if cls.protocol == "native" and ep.native is None:
-        return "needs a clickhouse:// target (give one with --target)"
+    why = ep.missing(cls.protocol)
+    if why:
+        return why
     if cls.name.startswith("connect-") and admin.info is not None and admin.info.version_tuple() < (20, 0):
         return f"clickhouse-connect does not support ClickHouse {admin.info.version} (it needs 20+)"
     return None

@@ -19,8 +19,10 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
+from chbench.targets import Protocol
 from chbench.transfer.dataset import COLUMNS, Dataset
 from chbench.transfer.endpoints import Endpoints, RawHttp, connect_client, driver_client
 
@@ -67,7 +69,7 @@ def with_retries(ctx: Context, send: Callable[[], None], errors: tuple[type[Base
 
 class IngestPath(ABC):
     name = ""
-    protocol = ""  # http, native or embedded
+    protocol: Protocol  # where it sends: HTTP, native protocol, the embedded engine
     batched = True
     description = ""
 
@@ -99,7 +101,7 @@ def _http_errors() -> tuple[type[BaseException], ...]:
 
 class HttpFile(IngestPath):
     name = "http-file"
-    protocol = "http"
+    protocol = Protocol.HTTP
     batched = False
     description = "raw HTTP: the whole CSVWithNames file streamed in one POST"
 
@@ -131,7 +133,7 @@ class HttpFile(IngestPath):
 class _HttpBodies(IngestPath):
     """Raw HTTP, one POST per prepared batch body, on one keep-alive connection."""
 
-    protocol = "http"
+    protocol = Protocol.HTTP
     fmt = ""
     bodies: list[bytes]
 
@@ -183,7 +185,7 @@ def _connect_errors() -> tuple[type[BaseException], ...]:
 
 class ConnectColumns(IngestPath):
     name = "connect-native"
-    protocol = "http"
+    protocol = Protocol.HTTP
     description = "clickhouse-connect: columnar insert (Native format over HTTP)"
 
     def prepare(self, ds: Dataset, ctx: Context) -> None:
@@ -194,8 +196,8 @@ class ConnectColumns(IngestPath):
     def send(self, ds: Dataset, ctx: Context) -> None:
         for i, batch in enumerate(self.batches):
             settings = {**token(ctx, i), **ctx.settings}
-            with_retries(ctx, lambda b=batch, s=settings: self.client.insert(
-                ctx.table, b, column_names=COLUMNS, column_oriented=True, settings=s), _connect_errors())
+            with_retries(ctx, partial(self.client.insert, ctx.table, batch, column_names=COLUMNS,
+                                      column_oriented=True, settings=settings), _connect_errors())
 
     def close(self) -> None:
         if hasattr(self, "client"):
@@ -214,7 +216,7 @@ class ConnectArrow(ConnectColumns):
     def send(self, ds: Dataset, ctx: Context) -> None:
         for i, batch in enumerate(self.batches):
             settings = {**token(ctx, i), **ctx.settings}
-            with_retries(ctx, lambda b=batch, s=settings: self.client.insert_arrow(ctx.table, b, settings=s),
+            with_retries(ctx, partial(self.client.insert_arrow, ctx.table, batch, settings=settings),
                          _connect_errors())
 
 
@@ -230,13 +232,14 @@ def _driver_errors() -> tuple[type[BaseException], ...]:
 
 class DriverRows(IngestPath):
     name = "driver-rows"
-    protocol = "native"
+    protocol = Protocol.NATIVE
     description = "clickhouse-driver: INSERT … VALUES with a list of row tuples"
 
     def prepare(self, ds: Dataset, ctx: Context) -> None:
         self.client = _driver_client(ctx)
         cols = ds.python_columns()
-        self.batches = [list(zip(*(c[a:b] for c in cols), strict=True)) for a, b in ds.batches(ctx.batch_size)]
+        self.batches: list[Any] = [list(zip(*(c[a:b] for c in cols), strict=True))
+                                   for a, b in ds.batches(ctx.batch_size)]
 
     def _send(self, ctx: Context, data: Any, i: int, columnar: bool) -> None:
         settings = {**token(ctx, i), **ctx.settings}
@@ -275,17 +278,16 @@ class DriverColumns(DriverRows):
 
 
 def _chdb(ctx: Context) -> Any:
-    """The process's one chDB session for this path (shared with the admin target)."""
-    from chbench.targets import Credentials, make_target
+    """A chDB connection of this path's own, on the embedded engine's data (chDB's own API
+    is what these paths measure; a second connection sees the same tables)."""
+    import chdb
 
-    t = make_target("embedded" + (f":{ctx.endpoints.embedded}" if ctx.endpoints.embedded else ""), Credentials())
-    t.connect()
-    return t._conn  # type: ignore[attr-defined]
+    return chdb.connect(ctx.endpoints.embedded or ":memory:")
 
 
 class EmbeddedFile(IngestPath):
     name = "embedded-file"
-    protocol = "embedded"
+    protocol = Protocol.EMBEDDED
     batched = False
     description = "embedded engine: INSERT … SELECT * FROM file(CSVWithNames)"
 
@@ -307,7 +309,7 @@ class EmbeddedFile(IngestPath):
 
 class EmbeddedArrow(IngestPath):
     name = "embedded-arrow"
-    protocol = "embedded"
+    protocol = Protocol.EMBEDDED
     batched = False
     description = "embedded engine: INSERT … SELECT * FROM Python(arrow_table)"
 

@@ -181,10 +181,10 @@ def read_native(stream: BinaryIO, expected_rows: int | None = None) -> dict[str,
                         arr = fixed[name] = allocate(expected_rows, dtype)
                     if filled + nrows > expected_rows:
                         raise ValueError(f"more rows than the {expected_rows} expected")
-                    r.readinto(memoryview(arr[filled:filled + nrows]).cast("B"))
+                    r.readinto(arr[filled:filled + nrows].data.cast("B"))
                 else:
                     block = np.empty(nrows, dtype=dtype)
-                    r.readinto(memoryview(block).cast("B"))
+                    r.readinto(block.data.cast("B"))
                     parts.setdefault(name, []).append(block)
             elif type_name == "String":
                 parts.setdefault(name, []).append(_strings(r, nrows))

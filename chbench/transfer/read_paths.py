@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from chbench.targets import Protocol
 from chbench.transfer.endpoints import Address, RawHttp, Skip, connect_client, driver_client
 
 
@@ -23,7 +24,7 @@ class ReadContext:
     rows: int | None  # expected rows, if known (lets the lean reader allocate once)
     http: Address | None
     native: Address | None
-    embedded: str | None
+    chdb_path: str | None  # the embedded engine's data ('' in memory), None: no embedded target
     password: str | None
     ca_file: str | None
     settings: dict[str, str] = field(default_factory=dict)
@@ -35,7 +36,7 @@ class ReadContext:
 @dataclass
 class ReadPath:
     name: str
-    protocol: str  # http, native, embedded
+    protocol: Protocol
     description: str
     connect: Callable[[ReadContext], None]
     run: Callable[[ReadContext], int]
@@ -229,11 +230,11 @@ def driver_columnar(ctx: ReadContext) -> int:
 # -- the embedded engine ----------------------------------------------------------------
 
 def _embedded(ctx: ReadContext) -> None:
-    if ctx.embedded is None:
+    if ctx.chdb_path is None:
         raise Skip("needs the embedded target")
     import chdb
 
-    ctx.state["conn"] = chdb.connect(ctx.embedded or ":memory:")
+    ctx.state["conn"] = chdb.connect(ctx.chdb_path or ":memory:")
     ctx.state["conn"].query("SELECT 1")
 
 
@@ -257,25 +258,25 @@ def embedded_df(ctx: ReadContext) -> int:
 
 
 PATHS: dict[str, ReadPath] = {p.name: p for p in [
-    ReadPath("http-native", "http", "raw HTTP, FORMAT Native read straight into numpy (chbench's lean reader)",
+    ReadPath("http-native", Protocol.HTTP, "raw HTTP, FORMAT Native read straight into numpy (chbench's lean reader)",
              _raw_connect, http_native),
-    ReadPath("http-arrowstream", "http", "raw HTTP, FORMAT ArrowStream read by pyarrow", _raw_connect,
+    ReadPath("http-arrowstream", Protocol.HTTP, "raw HTTP, FORMAT ArrowStream read by pyarrow", _raw_connect,
              http_arrowstream),
-    ReadPath("http-parquet", "http", "raw HTTP, FORMAT Parquet read by pyarrow", _raw_connect, http_parquet),
-    ReadPath("http-tsv", "http", "raw HTTP, TSV decoded in Python", _raw_connect, http_tsv),
-    ReadPath("http-rowbinary", "http", "raw HTTP, RowBinary decoded in Python (struct)", _raw_connect,
+    ReadPath("http-parquet", Protocol.HTTP, "raw HTTP, FORMAT Parquet read by pyarrow", _raw_connect, http_parquet),
+    ReadPath("http-tsv", Protocol.HTTP, "raw HTTP, TSV decoded in Python", _raw_connect, http_tsv),
+    ReadPath("http-rowbinary", Protocol.HTTP, "raw HTTP, RowBinary decoded in Python (struct)", _raw_connect,
              http_rowbinary),
-    ReadPath("connect-rows", "http", "clickhouse-connect query().result_rows", _connect_connect, connect_rows),
-    ReadPath("connect-numpy", "http", "clickhouse-connect query_np", _connect_connect, connect_numpy),
-    ReadPath("connect-arrow", "http", "clickhouse-connect query_arrow", _connect_connect, connect_arrow),
-    ReadPath("connect-df", "http", "clickhouse-connect query_df", _connect_connect, connect_df),
-    ReadPath("connect-stream", "http", "clickhouse-connect query_column_block_stream, block by block",
+    ReadPath("connect-rows", Protocol.HTTP, "clickhouse-connect query().result_rows", _connect_connect, connect_rows),
+    ReadPath("connect-numpy", Protocol.HTTP, "clickhouse-connect query_np", _connect_connect, connect_numpy),
+    ReadPath("connect-arrow", Protocol.HTTP, "clickhouse-connect query_arrow", _connect_connect, connect_arrow),
+    ReadPath("connect-df", Protocol.HTTP, "clickhouse-connect query_df", _connect_connect, connect_df),
+    ReadPath("connect-stream", Protocol.HTTP, "clickhouse-connect query_column_block_stream, block by block",
              _connect_connect, connect_stream),
-    ReadPath("driver-execute", "native", "clickhouse-driver execute (rows)", _driver, driver_execute),
-    ReadPath("driver-iter", "native", "clickhouse-driver execute_iter (streaming rows)", _driver, driver_iter),
-    ReadPath("driver-columnar", "native", "clickhouse-driver execute(columnar=True)", _driver, driver_columnar),
-    ReadPath("driver-numpy", "native", "clickhouse-driver use_numpy, columnar", lambda c: _driver(c, numpy=True),
+    ReadPath("driver-execute", Protocol.NATIVE, "clickhouse-driver execute (rows)", _driver, driver_execute),
+    ReadPath("driver-iter", Protocol.NATIVE, "clickhouse-driver execute_iter (streaming rows)", _driver, driver_iter),
+    ReadPath("driver-columnar", Protocol.NATIVE, "clickhouse-driver execute(columnar=True)", _driver, driver_columnar),
+    ReadPath("driver-numpy", Protocol.NATIVE, "clickhouse-driver use_numpy, columnar", lambda c: _driver(c, numpy=True),
              driver_columnar),
-    ReadPath("embedded-arrow", "embedded", "embedded engine, ArrowTable result", _embedded, embedded_arrow),
-    ReadPath("embedded-df", "embedded", "embedded engine, DataFrame result", _embedded, embedded_df),
+    ReadPath("embedded-arrow", Protocol.EMBEDDED, "embedded engine, ArrowTable result", _embedded, embedded_arrow),
+    ReadPath("embedded-df", Protocol.EMBEDDED, "embedded engine, DataFrame result", _embedded, embedded_df),
 ]}

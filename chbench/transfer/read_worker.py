@@ -27,7 +27,7 @@ def _ceiling(ctx: ReadContext, which: str) -> int:
     """Bytes drained: 'null' = FORMAT Null (the engine alone), 'native' = Native bytes undecoded."""
     from chbench.transfer.native_format import drain
 
-    if ctx.embedded is not None:
+    if ctx.chdb_path is not None:
         r = ctx.state["conn"].query(ctx.query, "Null" if which == "null" else "Native")
         return len(r.bytes()) if which == "native" else 0
     return drain(_raw_body(ctx, "Null" if which == "null" else "Native"))
@@ -38,14 +38,14 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         query=spec["query"], rows=spec.get("rows"),
         http=Address(**spec["http"]) if spec.get("http") else None,
         native=Address(**spec["native"]) if spec.get("native") else None,
-        embedded=spec.get("embedded"), password=spec.get("password"), ca_file=spec.get("ca_file"),
+        chdb_path=spec.get("chdb_path"), password=spec.get("password"), ca_file=spec.get("ca_file"),
         settings=spec.get("settings") or {}, compress=bool(spec.get("compress")),
         buffer_bytes=spec.get("buffer_bytes"),
     )
     name = spec["path"]
     try:
         if name.startswith("ceiling-"):
-            (_embedded if ctx.embedded is not None else _raw_connect)(ctx)
+            (_embedded if ctx.chdb_path is not None else _raw_connect)(ctx)
         else:
             PATHS[name].connect(ctx)
     except Skip as e:

@@ -1,16 +1,31 @@
-"""Workloads: what is run — the built-in suite, query files, and query preparation."""
+"""Workloads: what is run — queries with their set-up and tear-down (``model``), the
+formats they are read from (``formats/``, one registry), and load mixes (``mix``)."""
 
-from chbench.workload.query import Query, prepare_sql, query_name
-from chbench.workload.sqlfile import parse_queries, read_queries
-from chbench.workload.suite import CALIBRATION_FALLBACK_SQL, CALIBRATION_SQL, default_suite
+from chbench.workload.formats import (
+    AUTO,
+    CALIBRATION_FALLBACK_SQL,
+    CALIBRATION_SQL,
+    FORMATS,
+    default_suite,
+    load_workload,
+    parse_queries,
+    parse_workload,
+    read_workload,
+)
+from chbench.workload.model import Query, Workload, prepare_sql, query_name
 
 __all__ = [
+    "AUTO",
     "CALIBRATION_FALLBACK_SQL",
     "CALIBRATION_SQL",
+    "FORMATS",
     "Query",
+    "Workload",
     "default_suite",
+    "load_workload",
     "parse_queries",
+    "parse_workload",
     "prepare_sql",
     "query_name",
-    "read_queries",
+    "read_workload",
 ]

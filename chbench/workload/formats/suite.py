@@ -10,7 +10,7 @@ moved by 4–10% from one run to the next here, these by 1–2%.
 
 from __future__ import annotations
 
-from chbench.workload.query import Query
+from chbench.workload.model import Query, Workload
 
 # name -> (SQL template with {n}, {m} row counts, base n, base m)
 _SUITE: list[tuple[str, str, int, int]] = [
@@ -82,8 +82,8 @@ CALIBRATION_SQL = "SELECT sum(cityHash64(number)) FROM numbers_mt(100000000)"
 CALIBRATION_FALLBACK_SQL = "SELECT sum(cityHash64(number)) FROM numbers(40000000)"
 
 
-def default_suite(scale: float = 1.0) -> list[Query]:
-    out = []
-    for name, template, n, m in _SUITE:
-        out.append(Query(name=name, sql=template.format(n=max(1, round(n * scale)), m=max(1, round(m * scale)))))
-    return out
+def default_suite(scale: float = 1.0) -> Workload:
+    """The built-in suite, every row count multiplied by ``scale``."""
+    queries = [Query(name=name, sql=template.format(n=max(1, round(n * scale)), m=max(1, round(m * scale))))
+               for name, template, n, m in _SUITE]
+    return Workload(queries=queries, source=f"built-in suite (scale {scale:g})")

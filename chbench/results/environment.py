@@ -1,4 +1,4 @@
-"""What the results file records about the machine and the tool."""
+"""What every results file records about the machine and the tool."""
 
 from __future__ import annotations
 
@@ -58,21 +58,3 @@ def sanitized_argv(argv: list[str] | None = None) -> list[str]:
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def document_header(kind: str) -> dict[str, Any]:
-    """The start of every results file: schema, kind, status and the environment."""
-    from chbench.results.store import SCHEMA_NAME, SCHEMA_VERSION
-
-    return {
-        "schema": {"name": SCHEMA_NAME, "version": SCHEMA_VERSION},
-        "kind": kind,
-        "status": "running",
-        "meta": {
-            "tool": tool_info(),
-            "started_at": now_iso(),
-            "ended_at": None,
-            "host": host_info(),
-            "command": sanitized_argv(),
-        },
-    }

@@ -7,10 +7,12 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
+from chbench.export.benchmark import text_report
+from chbench.export.numbers import num
 from chbench.load.config import LoadConfig
 from chbench.load.engine import Host
 from chbench.load.recorder import Stats
-from chbench.load.report import host_views, text_report
+from chbench.load.summary import host_views
 
 
 class TextDisplay:
@@ -64,25 +66,28 @@ class LiveDisplay:
             h = v.stats.hist
             p50, p99 = h.percentile(50), h.percentile(99)
             t.add_row(v.label, str(c.stats.queries), str(c.stats.errors),
-                      f"{v.stats.queries / seconds:.1f}" if seconds > 0 else "-",
-                      "-" if p50 is None else f"{p50:.3f}", "-" if p99 is None else f"{p99:.3f}")
+                      num(v.stats.queries / seconds if seconds > 0 else None, ".1f"), num(p50, ".3f"), num(p99, ".3f"))
         self.live.update(t, refresh=True)
 
     def level_finished(self) -> None:
         self.live.stop()
 
 
-def make_display(cfg: LoadConfig, hosts: list[Host], quiet: bool = False) -> TextDisplay | LiveDisplay:
-    if not quiet and sys.stderr.isatty():
-        return LiveDisplay(cfg, hosts)
-    if quiet:
-        return TextDisplay(cfg, hosts, stream=_Null())
-    return TextDisplay(cfg, hosts)
-
-
-class _Null:
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def flush(self) -> None:
+class QuietDisplay:
+    def level_started(self, level: int) -> None:
         pass
+
+    def interval(self, level: int, row: dict[str, Any], hosts_stats: dict[int, Stats], seconds: float,
+                 cumulative: dict[int, Stats], elapsed: float) -> None:
+        pass
+
+    def level_finished(self) -> None:
+        pass
+
+
+def make_display(cfg: LoadConfig, hosts: list[Host], quiet: bool = False) -> TextDisplay | LiveDisplay | QuietDisplay:
+    if quiet:
+        return QuietDisplay()
+    if sys.stderr.isatty():
+        return LiveDisplay(cfg, hosts)
+    return TextDisplay(cfg, hosts)

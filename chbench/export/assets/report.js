@@ -1,5 +1,5 @@
 (function(){
-  function val(td){var v=td.getAttribute('data-value');if(v!==null&&v!==''&&!isNaN(+v))return +v;return td.textContent.trim().toLowerCase();}
+  function val(td){var v=td.getAttribute('data-sort');if(v===null)v=td.getAttribute('data-value');if(v!==null&&v!==''&&!isNaN(+v))return +v;return td.textContent.trim().toLowerCase();}
   document.querySelectorAll('table.sortable').forEach(function(t){
     t.querySelectorAll('th').forEach(function(th,i){
       th.addEventListener('click',function(){

@@ -1,12 +1,13 @@
-"""A query of a workload, its stable name and the SQL actually sent."""
+"""What is run: a workload of named queries with its set-up and tear-down, and the SQL
+actually sent for each query."""
 
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from chbench.workload.sqlfile import strip_comments_and_strings
+from chbench.workload.sql import strip_comments_and_strings
 
 
 @dataclass
@@ -14,6 +15,37 @@ class Query:
     name: str
     sql: str
     weight: int = 1  # share of a load mix (chbench load); run ignores it
+    settings: dict[str, str] = field(default_factory=dict)  # this query's own settings (over the workload's)
+
+
+@dataclass
+class Workload:
+    """The measured queries, and statements that run once per side before and after them.
+
+    Set-up and tear-down are not timed and may write even when the run is read-only
+    (creating and filling a test's own tables is what they are for); a failing set-up
+    statement fails its side. ``settings`` apply to every statement of the workload,
+    set-up included; ``source`` says where the workload came from."""
+
+    queries: list[Query]
+    setup: list[str] = field(default_factory=list)
+    teardown: list[str] = field(default_factory=list)
+    settings: dict[str, str] = field(default_factory=dict)
+    source: str = ""
+
+    def query(self, name: str) -> Query | None:
+        for q in self.queries:
+            if q.name == name:
+                return q
+        return None
+
+    def names(self) -> list[str]:
+        return [q.name for q in self.queries]
+
+    def describe(self) -> dict[str, object]:
+        """For results files: where it came from and what runs around the queries."""
+        return {"source": self.source, "queries": len(self.queries), "setup": list(self.setup),
+                "teardown": list(self.teardown), "settings": dict(self.settings)}
 
 
 _RESULT_KEYWORDS = ("select", "with", "(", "show", "explain", "describe", "desc", "exists")

@@ -1,0 +1,154 @@
+"""What every command's arguments are made of: the parser (usage errors are one line and
+exit 2), argument types, and the flag groups commands share — connection, statistics,
+output — each declared once."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from chbench.errors import EXIT_USAGE
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit code 2, and an epilog may be
+    computed when help is asked for (``epilog_fn``: path lists from the registries)."""
+
+    def __init__(self, *args: Any, epilog_fn: Callable[[], str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.epilog_fn = epilog_fn
+
+    def format_help(self) -> str:
+        if self.epilog_fn is not None:
+            self.epilog = self.epilog_fn()
+        return super().format_help()
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"chbench: error: {message} (see '{self.prog} --help')\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+# -- argument types ---------------------------------------------------------------------
+
+def _whole_number(minimum: int, words: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"must be {words}, got {v}")
+        return v
+
+    return parse
+
+
+positive_int = _whole_number(1, "a positive number")
+non_negative_int = _whole_number(0, "zero or more")
+
+
+def _number(positive: bool) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+        if positive and not v > 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        if not positive and v < 0:
+            raise argparse.ArgumentTypeError(f"must be zero or more, got {text}")
+        return v
+
+    return parse
+
+
+positive_float = _number(positive=True)
+non_negative_float = _number(positive=False)
+
+
+def percent(text: str) -> float:
+    """'5', '5%' and '0.05' all mean 5%."""
+    raw = text.strip()
+    try:
+        v = float(raw.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a percentage") from None
+    frac = v / 100 if raw.endswith("%") or v >= 1 else v
+    if not 0 < frac < 10:
+        raise argparse.ArgumentTypeError(f"threshold out of range: {text}")
+    return frac
+
+
+def setting(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"'{text}' is not name=value")
+    k, v = text.split("=", 1)
+    if not k.strip().replace("_", "").isalnum():
+        raise argparse.ArgumentTypeError(f"'{k}' is not a setting name")
+    return k.strip(), v.strip()
+
+
+def flag_value(text: str) -> int:
+    """An optional 0/1 after a switch (clickhouse-benchmark 18.x's -r wants a value)."""
+    if text.lower() in ("1", "true", "yes", "on"):
+        return 1
+    if text.lower() in ("0", "false", "no", "off"):
+        return 0
+    raise argparse.ArgumentTypeError(f"'{text}' is not 0 or 1")
+
+
+# -- shared flag groups -----------------------------------------------------------------
+
+TARGET_HELP = ("embedded[:/dir] (default), http(s)://[user@]host[:port], clickhouse(s)://[user@]host[:port]"
+               " (repeatable)")
+PASSWORD_HELP = "password: CLICKHOUSE_PASSWORD or --password-file FILE (never put it in the URL)"
+
+
+def add_connection(p: argparse.ArgumentParser, target_help: str = TARGET_HELP, short: bool = False) -> None:
+    """Where queries go and who connects. ``short`` adds clickhouse-benchmark's one-letter
+    spellings (-h host, -p port, -s secure: its parser has no -h for help)."""
+    g = p.add_argument_group("where queries go")
+    g.add_argument("--target", action="append", metavar="URL", default=[], help=target_help)
+    g.add_argument(*(["-h"] if short else []), "--host", action="append", default=[],
+                   help="server host (repeatable; native protocol unless --http)")
+    g.add_argument(*(["-p"] if short else []), "--port", action="append", default=[], type=positive_int,
+                   help="server port (repeatable)")
+    g.add_argument("--http", action="store_true", help="with --host/--port: the HTTP interface")
+    g.add_argument(*(["-s"] if short else []), "--secure", action="store_true",
+                   help="TLS (certificates are verified)")
+    g.add_argument("--user", help="user name (default: 'default')")
+    g.add_argument("--database", help="default database")
+    g.add_argument("--password-file", metavar="FILE", help="read the password from FILE (else CLICKHOUSE_PASSWORD)")
+    g.add_argument("--password", help="the password (shows in the process list: prefer CLICKHOUSE_PASSWORD)")
+    g.add_argument("--ca-file", metavar="FILE", help="CA bundle for TLS verification")
+
+
+def add_statistics(p: argparse.ArgumentParser) -> None:
+    """How two sides are compared (compare, report)."""
+    g = p.add_argument_group("statistics (docs/statistics.md)")
+    g.add_argument("--threshold", type=percent, default=0.05, help="smallest change worth a verdict (default 5%%)")
+    g.add_argument("--alpha", type=float, default=0.05, help="significance level after correction (default 0.05)")
+    g.add_argument("--correction", choices=["holm", "bh", "none"], default="holm",
+                   help="false-alarm control across queries (default holm)")
+    g.add_argument("--metric", choices=["client_ms", "server_ms"], default="client_ms")
+    g.add_argument("--between-run-factor", type=float, default=0.7, metavar="F",
+                   help="two separate runs: allow for each run shifting a query's median by F x its run-to-run "
+                        "spread (MAD); 0 turns it off (default 0.7)")
+
+
+def add_format(p: argparse.ArgumentParser, choices: list[str], default: str = "console") -> None:
+    p.add_argument("--format", choices=choices, default=default, help=f"output format (default {default})")
+
+
+def add_quiet(p: argparse.ArgumentParser | argparse._ArgumentGroup, what: str = "no progress output") -> None:
+    p.add_argument("--quiet", action="store_true", help=what)
+
+
+def compare_options(args: argparse.Namespace) -> Any:
+    """The statistics flags as the comparison's options."""
+    from chbench.compare import CompareOptions
+
+    return CompareOptions(metric=args.metric, threshold=args.threshold, alpha=args.alpha,
+                          correction=args.correction, between_run_factor=args.between_run_factor)

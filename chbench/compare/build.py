@@ -1,0 +1,113 @@
+"""From results files to the comparison document ``chbench compare --format json``
+prints (and every report shows): open the files, pick the two sides, match queries by
+name then SQL, weigh the machine's own drift, and compare query by query."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chbench.compare.sides import Side, Sides, sides_of
+from chbench.errors import UsageError
+from chbench.results import open_results
+from chbench.stats.compare import Options, compare_queries, machine_change
+
+
+@dataclass
+class Comparison:
+    """The comparison document, and both sides with their raw samples (for charts)."""
+
+    doc: dict[str, Any]
+    a: Side
+    b: Side
+
+
+@dataclass
+class CompareOptions:
+    metric: str = "client_ms"
+    threshold: float = 0.05
+    alpha: float = 0.05
+    correction: str = "holm"
+    between_run_factor: float = 0.7
+
+
+def _norm(sql: str | None) -> str:
+    return " ".join((sql or "").split()).lower()
+
+
+def match_names(a: Side, b: Side) -> tuple[list[str], dict[str, str]]:
+    """Names in report order and B's renames: matched by name, then by SQL."""
+    rename: dict[str, str] = {}
+    unmatched_a = {_norm(d.sql): n for n, d in a.queries.items() if n not in b.queries and d.sql}
+    for n, d in b.queries.items():
+        if n not in a.queries and d.sql and _norm(d.sql) in unmatched_a:
+            rename[n] = unmatched_a.pop(_norm(d.sql))
+    names = list(a.queries)
+    names += [n for n in b.queries if n not in a.queries and n not in rename]
+    return names, rename
+
+
+def load_sides(path: str, metric: str) -> Sides:
+    return sides_of(path, open_results(path), metric)
+
+
+def _pick(files: list[str], metric: str) -> tuple[Side, Side, list[Sides], list[str]]:
+    """The two sides compared: both sides of one file, or the first side of each of two."""
+    notes: list[str] = []
+    if len(files) == 1:
+        loaded = load_sides(files[0], metric)
+        if len(loaded.sides) < 2:
+            raise UsageError(f"{files[0]} holds one side only: give two results files to compare")
+        return loaded.sides[0], loaded.sides[1], [loaded], notes
+    if len(files) != 2:
+        raise UsageError(f"compare takes one side-by-side file or two files, got {len(files)}")
+    la, lb = load_sides(files[0], metric), load_sides(files[1], metric)
+    for f in (la, lb):
+        if len(f.sides) > 1:
+            notes.append(f"{f.path} holds {len(f.sides)} sides; its first ({f.sides[0].label}) is compared")
+    a, b = la.sides[0], lb.sides[0]
+    a.label = f"{Path(files[0]).name} ({a.label})"
+    b.label = f"{Path(files[1]).name} ({b.label})"
+    return a, b, [la, lb], notes
+
+
+def _notes(loaded: list[Sides], separate: bool, machine: dict[str, Any] | None) -> list[str]:
+    notes = []
+    formats = [f.format for f in loaded]
+    for f in loaded:
+        if f.status != "complete":
+            notes.append(f"{f.path} is incomplete (status: {f.status}): only what it holds is compared")
+    if "chbench-load" in formats:
+        notes.append("a load run: latencies come from its histograms (within 0.4%), in no particular order, "
+                     "measured under concurrency")
+    if any(f not in ("chbench", "chbench-load") for f in formats):
+        notes.append("a file holds summary numbers only (no raw samples): its verdicts are weaker, from "
+                     "percentile ranges rather than a statistical test")
+    if separate and machine is None:
+        if formats == ["chbench", "chbench"]:
+            notes.append("no calibration samples: the machine's own drift between the runs is unknown")
+        notes.append("separate runs: drift of the machine between them cannot be told from a change; "
+                     "a side-by-side run (two --target, or --setting-b/--scale-b) is more trustworthy")
+    return notes
+
+
+def build_comparison(files: list[str], opts: CompareOptions | None = None) -> Comparison:
+    """The comparison of one side-by-side file or two files."""
+    opts = opts or CompareOptions()
+    a, b, loaded, notes = _pick(files, opts.metric)
+    separate = len(loaded) == 2
+    names, rename = match_names(a, b)
+    b_queries = {rename.get(n, n): d for n, d in b.queries.items()}
+    if not set(a.queries) & set(b_queries):
+        raise UsageError("the results have no query in common (matched by name, then by SQL)")
+    machine = machine_change(a.calibration, b.calibration) if separate else None
+    stats = Options(threshold=opts.threshold, alpha=opts.alpha, correction=opts.correction)
+    if separate and [f.format for f in loaded] == ["chbench", "chbench"]:
+        stats.between_run = opts.between_run_factor
+    doc = compare_queries(names, a.queries, b_queries, stats, machine)
+    doc["a_label"], doc["b_label"] = a.label, b.label
+    doc["files"] = files
+    doc["metric"] = opts.metric
+    doc["notes"] = notes + _notes(loaded, separate, machine)
+    return Comparison(doc, a, b)

@@ -1,0 +1,163 @@
+"""The sides a results file holds, ready for the statistics: per query the samples of
+the compared metric (or a foreign file's summary numbers), per side the calibration
+samples. One function per kind of file; ``sides_of`` picks it."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from chbench.errors import UsageError
+from chbench.results import (
+    ClickHouseBenchmarkFile,
+    LoadDocument,
+    ResultsFile,
+    RunDocument,
+    UpgradeScriptFile,
+)
+from chbench.stats.compare import SideData
+from chbench.stats.histogram import Histogram
+
+
+@dataclass
+class Side:
+    label: str  # what to call it in reports
+    queries: dict[str, SideData] = field(default_factory=dict)  # name -> data, in file order
+    calibration: list[float] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Sides:
+    """The sides of one file, what kind of file it was, and whether it finished."""
+
+    path: str
+    format: str  # chbench | chbench-load | upgrade-script | clickhouse-benchmark
+    sides: list[Side]
+    status: str = "complete"
+
+
+def sides_of(path: str, doc: ResultsFile, metric: str = "client_ms") -> Sides:
+    if isinstance(doc, RunDocument):
+        return Sides(path, "chbench", _run_sides(path, doc, metric), doc.status)
+    if isinstance(doc, LoadDocument):
+        return Sides(path, "chbench-load", _load_sides(path, doc, metric), doc.status)
+    if isinstance(doc, UpgradeScriptFile):
+        return Sides(path, doc.format, [_upgrade_script_side(path, doc)])
+    if isinstance(doc, ClickHouseBenchmarkFile):
+        return Sides(path, doc.format, _clickhouse_benchmark_sides(path, doc))
+    kind = getattr(doc, "kind", "ClickBench")
+    raise UsageError(f"{path}: a chbench '{kind}' file has no queries to compare (compare takes run and load "
+                     "files, the upgrade script's JSON and clickhouse-benchmark's --json)")
+
+
+def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
+    meta = doc.meta.to_json()
+    sides = {t.id: Side(label=f"{t.id}: {t.label}", meta=meta) for t in doc.targets}
+    missing = 0
+    for q in doc.queries:
+        for sid in sides:
+            per = q.measured(sid)
+            if not per and q.sides and sid not in q.sides:
+                continue
+            data = SideData(sql=q.sql_sent_by(sid))
+            for s in per:
+                if s.error:
+                    data.errors += 1
+                    data.error_sample = data.error_sample or _err_text(s.error)
+                    continue
+                value = getattr(s, metric)
+                if value is None:
+                    missing += 1
+                    continue
+                data.times.append(float(value))
+                if s.client_ms is not None:
+                    data.client_times.append(float(s.client_ms))
+                if s.server_ms is not None:
+                    data.server_times.append(float(s.server_ms))
+            sides[sid].queries[q.name] = data
+    for c in doc.calibration:
+        if c.target in sides:
+            sides[c.target].calibration = [float(s.client_ms) for s in c.samples
+                                           if not s.error and s.client_ms is not None]
+    if missing and not any(d.times for side in sides.values() for d in side.queries.values()):
+        raise UsageError(f"{path}: no {metric} recorded (server timing needs the HTTP summary header, native "
+                         "progress packets or a run with --server-metrics)")
+    return list(sides.values())
+
+
+def _load_sides(path: str, doc: LoadDocument, metric: str) -> list[Side]:
+    """One side per host of the last concurrency level; each query's latencies come back
+    from its histogram (bucket midpoints, within 0.4%), thinned proportionally to at
+    most 5,000 values."""
+    if metric != "client_ms":
+        raise UsageError(f"{path}: a load run records client latency only (use --metric client_ms)")
+    if not doc.levels:
+        raise UsageError(f"{path}: load results file with no finished level")
+    level = doc.levels[-1]
+    names = doc.query_names()
+    sqls = {int(q["index"]): q["sql"] for q in doc.queries}
+    sides = []
+    try:
+        for host in level.hosts:
+            side = Side(label=f"{host.label} (load, concurrency {level.concurrency})", meta=doc.meta.to_json())
+            for q in host.queries:
+                times = Histogram.from_json(q["histogram"]).expand(5000)
+                random.Random(0).shuffle(times)  # run order is not kept: no false drift from sorted values
+                data = SideData(sql=sqls.get(q["index"]), times=times, errors=int(q.get("errors", 0)))
+                data.client_times = list(data.times)
+                if data.errors:
+                    data.error_sample = next(iter((q.get("error_messages") or {}).values()), None)
+                side.queries[names[q["index"]]] = data
+            sides.append(side)
+    except (KeyError, TypeError, ValueError) as e:
+        raise UsageError(f"{path}: malformed chbench load results file ({type(e).__name__}: {e})") from None
+    return sides
+
+
+def _err_text(e: Any) -> str:
+    if isinstance(e, dict):
+        return f"Code {e.get('code')}: {e.get('message')}"
+    return str(e)
+
+
+def _upgrade_script_side(path: str, doc: UpgradeScriptFile) -> Side:
+    meta = doc.meta
+    side = Side(label=f"{meta.get('host', '?')}:{meta.get('port', '?')} ({meta.get('server_version', '?')})",
+                meta=meta)
+    try:
+        for r in doc.results:
+            d = SideData(sql=r.get("query"), errors=int(r.get("errors") or 0))
+            if r.get("p50_ms") is not None:
+                d.summary = {k: float(r[f"{k2}_ms"]) for k, k2 in (("min", "min"), ("median", "p50"), ("p90", "p90"),
+                                                                  ("p99", "p99"), ("max", "max"))
+                             if r.get(f"{k2}_ms") is not None}
+                d.summary["runs"] = float(r.get("runs") or 0)
+            if r.get("error_sample"):
+                d.error_sample = str(r["error_sample"])
+            side.queries[str(r.get("id") or r.get("query"))] = d
+    except (TypeError, ValueError, AttributeError) as e:
+        raise UsageError(f"{path}: malformed upgrade-script results ({e})") from None
+    return side
+
+
+def _clickhouse_benchmark_sides(path: str, doc: ClickHouseBenchmarkFile) -> list[Side]:
+    sides = []
+    for host, body in doc.hosts.items():
+        pct = body.get("query_time_percentiles") or {}
+        st = body.get("statistics") or {}
+        try:
+            summary = {"median": float(pct["50"]) * 1000.0}
+            for k, key in (("min", "0"), ("p90", "90"), ("p99", "99"), ("max", "100")):
+                if key in pct:
+                    summary[k] = float(pct[key]) * 1000.0
+            if "max" not in summary and "99.99" in pct:
+                summary["max"] = float(pct["99.99"]) * 1000.0
+        except (KeyError, TypeError, ValueError):
+            raise UsageError(f"{path}: clickhouse-benchmark JSON without query_time_percentiles") from None
+        side = Side(label=f"clickhouse-benchmark {host}", meta={"statistics": st})
+        side.queries["clickhouse-benchmark (all queries)"] = SideData(summary=summary,
+                                                                      errors=int(st.get("num_errors") or 0))
+        sides.append(side)
+    return sides

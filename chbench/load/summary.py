@@ -1,0 +1,124 @@
+"""What a load run reports, as data: clickhouse-benchmark's JSON shape, the comparison
+verdicts, open-loop accounting, and the concurrency sweep with its knee (the text is
+``export/benchmark.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from chbench.load.recorder import Stats
+from chbench.stats.compare import Options, SideData, compare_queries
+from chbench.stats.ttest import CONFIDENCE_LEVELS, student_t
+
+if TYPE_CHECKING:
+    from chbench.load.engine import Host
+
+PERCENTILES = (0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.9, 99.99)
+MIB = 1024.0 * 1024.0
+
+
+@dataclass
+class HostView:
+    label: str  # as clickhouse-benchmark names a connection: host:port
+    stats: Stats
+
+
+def host_views(hosts: list[Host], by_host: dict[int, Stats], roundrobin: bool) -> list[HostView]:
+    """One report column per host; with --roundrobin one combined column."""
+    if roundrobin:
+        label = ", ".join(h.label for h in hosts) + " (round robin)"
+        return [HostView(label, by_host.get(0, Stats()))]
+    return [HostView(h.label, by_host.get(i, Stats())) for i, h in enumerate(hosts)]
+
+
+def per_second(n: float, seconds: float) -> float:
+    return n / seconds if seconds > 0 else 0.0
+
+
+# -- JSON in clickhouse-benchmark's historical shape ------------------------------------------
+def _pkey(p: float) -> str:
+    return f"{p:g}"
+
+
+def benchmark_json_one(st: Stats, seconds: float) -> dict[str, Any]:
+    return {
+        "statistics": {
+            "QPS": per_second(st.queries, seconds),
+            "RPS": per_second(st.read_rows, seconds),
+            "MiBPS": per_second(st.read_bytes, seconds) / MIB,
+            "RPS_result": per_second(st.result_rows, seconds),
+            "MiBPS_result": per_second(st.result_bytes, seconds) / MIB,
+            "num_queries": st.queries,
+            "num_errors": st.errors,
+        },
+        "query_time_percentiles": {
+            _pkey(p): (None if (v := st.hist.percentile(p)) is None else v / 1000.0) for p in PERCENTILES
+        },
+    }
+
+
+def benchmark_json(hosts: list[HostView], seconds: float) -> dict[str, Any]:
+    """One host: the bare shape; several (comparison mode): keyed by host."""
+    if len(hosts) == 1:
+        return benchmark_json_one(hosts[0].stats, seconds)
+    return {h.label: benchmark_json_one(h.stats, seconds) for h in hosts}
+
+
+# -- comparison mode --------------------------------------------------------------------------
+def comparison(hosts: list[HostView], confidence: int) -> list[dict[str, Any]]:
+    """Every host against the first: Student's t-test (clickhouse-benchmark) and the
+    rank-based verdict of ``chbench compare`` (ratio of medians, bootstrap CI, Mann-Whitney)."""
+    out = []
+    base = hosts[0]
+    for other in hosts[1:]:
+        row: dict[str, Any] = {"a": base.label, "b": other.label}
+        t = student_t(base.stats.hist, other.stats.hist, confidence)
+        row["t_test"] = t.to_json() if t else None
+        a = SideData(times=base.stats.hist.expand(5000))
+        b = SideData(times=other.stats.hist.expand(5000))
+        if a.times and b.times:
+            # the rank test at the t-test's confidence (99.5% by default): one comparison, one level
+            alpha = 1.0 - CONFIDENCE_LEVELS[confidence] / 100.0
+            doc = compare_queries(["all queries"], {"all queries": a}, {"all queries": b},
+                                  Options(min_runs=5, alpha=alpha))
+            r = doc["queries"][0]
+            row["rank"] = {"verdict": r["verdict"], "ratio": r["ratio"], "ci": r["ci"], "p_value": r["p_value"],
+                           "alpha": alpha, "reasons": r.get("reasons") or []}
+        else:
+            row["rank"] = None
+        out.append(row)
+    return out
+
+
+# -- open loop, errors -------------------------------------------------------------------------
+def open_loop_summary(rate: float, poisson: bool, seconds: float, due: int, started: int, late: int,
+                      completed: int, late_ms: float) -> dict[str, Any]:
+    return {
+        "offered_qps": rate,
+        "arrivals": "poisson" if poisson else "fixed",
+        "planned": due,
+        "started": started,
+        "completed": completed,
+        "achieved_qps": per_second(completed, seconds),
+        "late": late,
+        "late_threshold_ms": late_ms,
+        "dropped": max(0, due - started),
+    }
+
+
+# -- concurrency sweep -------------------------------------------------------------------------
+def knee(levels: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first level past which p99 grows faster than QPS (going from c to the next
+    level multiplies p99 by more than it multiplies QPS)."""
+    for a, b in zip(levels, levels[1:], strict=False):
+        if not (a["qps"] and b["qps"] and a["p99_ms"] and b["p99_ms"]):
+            continue
+        qps_growth = b["qps"] / a["qps"]
+        p99_growth = b["p99_ms"] / a["p99_ms"]
+        if p99_growth > qps_growth:
+            return {"concurrency": a["concurrency"], "next": b["concurrency"], "qps_growth": qps_growth,
+                    "p99_growth": p99_growth}
+    return None
+
+

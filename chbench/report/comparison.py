@@ -1,0 +1,91 @@
+"""The comparison section: verdict table, summary, forest plot and, per query, both
+distributions and the samples in run order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chbench.compare import Comparison
+from chbench.export.numbers import change, interval
+from chbench.export.sections import Cell, Charts, Column, Details, Heading, Section, Table, Text
+from chbench.report.charts import chart, key
+
+COLUMNS = [
+    Column("query", align="left", key="name"),
+    Column("verdict", align="left", key="verdict"),
+    Column("A ms", ".1f", key="a_median_ms"),
+    Column("B ms", ".1f", key="b_median_ms"),
+    Column("change", "change", key="ratio"),
+    Column("95% CI", "interval", key=("ci_low", "ci_high")),
+    Column("p adj.", ".3g", key="p_adjusted"),
+    Column("runs A / B", "d", key=("a_runs", "b_runs")),
+    Column("notes", align="left", key="notes"),
+]
+
+
+def notes_of(row: dict[str, Any]) -> str:
+    return "; ".join(list(row.get("reasons") or []) + list(row.get("flags") or []))
+
+
+def verdict_table(doc: dict[str, Any]) -> Table:
+    t = Table(COLUMNS)
+    for r in doc["queries"]:
+        a, b = r.get("a") or {}, r.get("b") or {}
+        ci = r.get("ci") or [None, None]
+        t.add(r["name"], Cell(r["verdict"], style=r["verdict"]), a.get("median"), b.get("median"), r.get("ratio"),
+              (ci[0], ci[1]), r.get("p_adjusted"), (a.get("runs"), b.get("runs")), notes_of(r),
+              key=("data-query", r["name"]))
+    return t
+
+
+def summary(doc: dict[str, Any]) -> list[Text]:
+    s = doc["summary"]
+    verdicts = ", ".join(f"{n} {v}" for v, n in sorted(s["verdicts"].items(), key=lambda kv: -kv[1]))
+    out = [Text(f"Verdicts: {verdicts}", "summary")]
+    g = s["geomean"]
+    if g["ratio"] is not None:
+        ci = f" (95% CI {interval(g['ci'])})" if g["ci"] else ""
+        out.append(Text(f"Geometric mean of ratios B/A: {change(g['ratio'])}{ci} over {g['queries']} queries",
+                        "summary", {"data-geomean": repr(g["ratio"])}))
+    t = s["total_median_ms"]
+    if t["ratio"] is not None:
+        out.append(Text(f"TOTAL of medians: A {t['a']:.1f} ms, B {t['b']:.1f} ms ({change(t['ratio'])})", "summary"))
+    m = s.get("machine")
+    if m:
+        word = "materially" if m["material"] else "not materially"
+        out.append(Text(f"Machine drift between the runs (calibration query): {change(m['calibration_ratio'])} "
+                        f"{interval(m['ci'])}: {word}" + (", intervals widened accordingly" if m["material"] else ""),
+                        "summary"))
+    out += [Text(f"Note: {note}", "summary") for note in doc.get("notes", [])]
+    out.append(Text(f"Threshold ±{s['threshold']:.0%}, alpha {s['alpha']} with {s['correction']} correction "
+                    "across queries.", "summary"))
+    return out
+
+
+def per_query_charts(cmp: Comparison) -> list[Details]:
+    out = []
+    for r in cmp.doc["queries"]:
+        a, b = cmp.a.queries.get(r["name"]), cmp.b.queries.get(r["name"])
+        ta, tb = (a.times if a else []), (b.times if b else [])
+        if not (ta or tb):
+            continue
+        k = key(r["name"])
+        charts = Charts([
+            chart(f"dist-{k}", "distribution", [("A", ta), ("B", tb)]),
+            chart(f"order-{k}", "run_order", [("A", ta, a.server_times if a else []),
+                                              ("B", tb, b.server_times if b else [])]),
+        ])
+        out.append(Details(f"{r['name']} — {r['verdict']} {change(r.get('ratio'))}", [charts], style=r["verdict"]))
+    return out
+
+
+def comparison_section(cmp: Comparison, charts: bool = True) -> Section:
+    doc = cmp.doc
+    blocks: list[Any] = [Text(f"A = {doc.get('a_label', 'A')}"), Text(f"B = {doc.get('b_label', 'B')}"),
+                         verdict_table(doc), *summary(doc)]
+    if charts:
+        blocks.append(Charts([chart("forest", "forest", doc["queries"], doc["summary"]["threshold"])]))
+        details = per_query_charts(cmp)
+        if details:
+            blocks += [Heading("Per query: both distributions, and samples in run order"), *details]
+    return Section("Comparison", "comparison", blocks)

@@ -1,0 +1,75 @@
+"""A load run's section: per concurrency level QPS and latency percentiles (from the
+exact histograms), the sweep with its knee, and per level QPS and p50/p99 over time and
+the latency histogram."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from chbench.export.sections import Charts, Column, Heading, Section, Table, Text
+from chbench.report.charts import chart, key
+from chbench.results import LoadDocument, LoadLevel
+from chbench.stats.histogram import Histogram, bucket_bounds
+
+COLUMNS = [Column("concurrency", "d"), Column("seconds", ".1f"), Column("queries", ",d"), Column("QPS", ",.2f"),
+           Column("p50 ms", ".3f", key="p50_ms"), Column("p90 ms", ".3f", key="p90_ms"),
+           Column("p99 ms", ".3f", key="p99_ms"), Column("max ms", ".3f", key="max_ms"), Column("errors", ",d")]
+
+
+def level_summary(lv: LoadLevel) -> dict[str, Any]:
+    """A level's numbers as the report shows them: QPS over the level's time and
+    percentiles from its total histogram (within 0.4%)."""
+    total = lv.total or {}
+    hist = Histogram.from_json(total["histogram"]) if total.get("histogram") else Histogram()
+    seconds = lv.seconds or 0
+    return {"concurrency": lv.concurrency, "seconds": seconds, "queries": total.get("queries", 0),
+            "qps": total.get("queries", 0) / seconds if seconds else 0.0, "p50_ms": hist.percentile(50),
+            "p90_ms": hist.percentile(90), "p99_ms": hist.percentile(99), "max_ms": hist.max if hist.count else None,
+            "errors": total.get("errors", 0), "errors_by_code": total.get("errors_by_code", {})}
+
+
+def coarsen(buckets: list[tuple[float, float, int]], max_bars: int = 160) -> list[tuple[float, float, int]]:
+    """Merge neighbouring histogram buckets so a chart has at most ``max_bars`` bars."""
+    if len(buckets) <= max_bars:
+        return buckets
+    step = -(-len(buckets) // max_bars)
+    out = []
+    for i in range(0, len(buckets), step):
+        part = buckets[i:i + step]
+        out.append((part[0][0], part[-1][1], sum(b[2] for b in part)))
+    return out
+
+
+def _buckets(lv: LoadLevel) -> list[tuple[float, float, int]]:
+    raw = ((lv.total or {}).get("histogram") or {}).get("buckets", [])
+    return coarsen([(bucket_bounds(int(i))[0] / 1000.0, bucket_bounds(int(i))[1] / 1000.0, int(n)) for i, n in raw])
+
+
+def load_section(path: str, doc: LoadDocument, charts: bool = True) -> Section:
+    targets = "; ".join(str(t.get("label") or t.get("url")) for t in doc.targets)
+    levels = [level_summary(lv) for lv in doc.levels]
+    table = Table(COLUMNS, filterable=False)
+    for s in levels:
+        table.add(s["concurrency"], s["seconds"], s["queries"], s["qps"], s["p50_ms"], s["p90_ms"], s["p99_ms"],
+                  s["max_ms"], s["errors"])
+    blocks: list[Any] = [Text(f"{path} — status {doc.status}; {targets}"), table]
+    sweep = doc.sweep or {}
+    if sweep.get("levels"):
+        knee = (sweep.get("knee") or {}).get("concurrency")
+        if charts:
+            blocks.append(Charts([chart("sweep", "sweep", sweep["levels"], knee)]))
+        blocks.append(Text(f"Knee of the sweep: {knee if knee is not None else 'none'}."))
+    for i, (lv, s) in enumerate(zip(doc.levels, levels, strict=True)):
+        k = f"{key(path)}_{i}"
+        drawn = []
+        if charts and lv.timeline:
+            drawn.append(chart(f"timeline-{k}", "load_timeline", lv.timeline))
+        buckets = _buckets(lv) if charts else []
+        if buckets:
+            drawn.append(chart(f"histogram-{k}", "latency_histogram", buckets))
+        if drawn:
+            blocks += [Heading(f"Concurrency {lv.concurrency}"), Charts(drawn)]
+        if s["errors_by_code"]:
+            blocks.append(Text("Errors by code: " + ", ".join(f"{c}: {n}" for c, n in s["errors_by_code"].items())))
+    return Section(f"Load: {Path(path).name}", "load", blocks)

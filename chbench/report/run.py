@@ -1,0 +1,91 @@
+"""A run's own section: per query and side, what it measured — medians of client and
+server time, server CPU and memory (query_log), rows read, errors — and, per query, the
+distribution and the samples in run order."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chbench.export.sections import Cell, Charts, Column, Details, Section, Table, Text
+from chbench.report.charts import chart, key
+from chbench.results import RunDocument, RunQuery
+from chbench.stats.summary import median_ci
+
+COLUMNS = [
+    Column("query", align="left", key="name"), Column("side", align="left", key="side"),
+    Column("runs", "d"), Column("errors", "d"), Column("client ms (median)", ".2f", key="client_ms"),
+    Column("95% CI of median", ".2f", key=("client_ms_ci_low", "client_ms_ci_high"), sep=" – "),
+    Column("server ms", ".2f", key="server_ms"), Column("server CPU ms", ".1f", key="server_cpu_ms"),
+    Column("memory bytes", ",.0f", key="memory_bytes"), Column("rows read", ",.0f", key="read_rows"),
+]
+
+
+@dataclass
+class SideSamples:
+    """One side of one query: its successful samples, metric by metric."""
+
+    client_ms: list[float | None] = field(default_factory=list)
+    server_ms: list[float | None] = field(default_factory=list)
+    cpu_ms: list[float | None] = field(default_factory=list)
+    memory: list[float | None] = field(default_factory=list)
+    read_rows: list[float | None] = field(default_factory=list)
+    errors: int = 0
+    first_error: str = ""
+
+
+def side_samples(q: RunQuery, side: str) -> SideSamples:
+    out = SideSamples()
+    for s in q.measured(side):
+        if s.error:
+            out.errors += 1
+            out.first_error = out.first_error or str(s.error.get("message", ""))
+            continue
+        sm = s.server_metrics or {}
+        pe = sm.get("profile_events") or {}
+        cpu = None
+        if pe.get("UserTimeMicroseconds") is not None:
+            cpu = (pe.get("UserTimeMicroseconds", 0) + pe.get("SystemTimeMicroseconds", 0)) / 1000.0
+        out.client_ms.append(s.client_ms)
+        out.server_ms.append(s.server_ms)
+        out.cpu_ms.append(cpu)
+        out.memory.append(sm.get("memory_usage", s.memory_bytes))
+        out.read_rows.append(sm.get("read_rows", s.read_rows))
+    return out
+
+
+def median(values: list[Any]) -> float | None:
+    v = [x for x in values if x is not None]
+    return float(statistics.median(v)) if v else None
+
+
+def run_table(doc: RunDocument) -> Table:
+    t = Table(COLUMNS)
+    for q in doc.queries:
+        for sid in q.side_ids():
+            d = side_samples(q, sid)
+            ok = [x for x in d.client_ms if x is not None]
+            lo, hi = median_ci(ok) if ok else (None, None)
+            errors = Cell(d.errors, text=f"{d.errors} ({d.first_error[:60]})" if d.errors else "0")
+            t.add(q.name, sid, len(d.client_ms), errors, median(d.client_ms), (lo, hi), median(d.server_ms),
+                  median(d.cpu_ms), median(d.memory), median(d.read_rows))
+    return t
+
+
+def run_section(path: str, doc: RunDocument, charts: bool = True) -> Section:
+    targets = "; ".join(f"{k} = {v}" for k, v in doc.side_labels().items())
+    blocks: list[Any] = [Text(f"{path} — status {doc.status}; targets: {targets}"), run_table(doc)]
+    if charts:
+        for q in doc.queries:
+            sides = {sid: side_samples(q, sid) for sid in q.side_ids()}
+            if not any(d.client_ms for d in sides.values()):
+                continue
+            k = key(path + q.name)
+            blocks.append(Details(q.name, [Charts([
+                chart(f"dist-{k}", "distribution", [(s, [x for x in d.client_ms if x is not None])
+                                                    for s, d in sides.items()]),
+                chart(f"order-{k}", "run_order", [(s, d.client_ms, d.server_ms) for s, d in sides.items()]),
+            ])]))
+    return Section(f"Run: {Path(path).name}", "run", blocks)

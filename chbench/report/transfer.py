@@ -1,0 +1,87 @@
+"""Ingest and read sections: per client path its throughput, check and status, next to
+the ceilings measured in the same run, and a throughput chart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from chbench.export.sections import Cell, Charts, Column, Section, Table, Text
+from chbench.report.charts import chart
+from chbench.results import TransferDocument
+
+INGEST_COLUMNS = [Column("path", align="left", key="name"), Column("unit", align="left"),
+                  Column("rows/s", ",.0f", key="rows_per_s"), Column("MB/s", ".1f", key="mb_per_s"),
+                  Column("seconds", ".3f"), Column("CPU s", ".2f", key="cpu_seconds"),
+                  Column("batch p50 ms", ".1f", key="batch_p50_ms"), Column("batch p99 ms", ".1f", key="batch_p99_ms"),
+                  Column("retries", "d"), Column("rows", ",d", key="row_count"), Column("checksum", align="left"),
+                  Column("status", align="left")]
+READ_COLUMNS = [Column("path", align="left", key="name"), Column("rows/s", ",.0f", key="rows_per_s"),
+                Column("MB/s", ".1f", key="mb_per_s"), Column("seconds", ".3f"),
+                Column("of transfer ceiling", "percent", key="of_transfer_ceiling"),
+                Column("peak RSS MB", ".0f", key="peak_rss_mb"), Column("RSS growth MB", ".0f", key="rss_growth_mb"),
+                Column("status", align="left")]
+
+
+def _status(e: dict[str, Any]) -> Cell:
+    status = str(e.get("status", "?"))
+    if status == "ok":
+        return Cell("ok")
+    why = e.get("reason") or e.get("error") or ""
+    return Cell(f"{status}: {why}" if why else status, style=status)
+
+
+def ingest_table(r: dict[str, Any]) -> tuple[Table, list[str]]:
+    t = Table(INGEST_COLUMNS)
+    for e in r["paths"]:
+        lat = e.get("batch_latency_ms") or {}
+        t.add(e["name"], e.get("unit", "-"), e.get("rows_per_s"), e.get("mb_per_s"), e.get("seconds"),
+              e.get("cpu_seconds"), lat.get("p50"), lat.get("p99"), e.get("retries"), e.get("row_count"),
+              e.get("checksum") or "-", _status(e))
+    c = r.get("ceiling")
+    if c:
+        t.add("server ceiling", "INSERT … SELECT", c["rows_per_s"], None, c["seconds"], None, None, None, None,
+              c["row_count"], c["checksum"], "server alone")
+    notes = []
+    f = r.get("fastest")
+    if f and f.get("of_ceiling"):
+        notes.append(f"Fastest path: {f['name']}, {f['of_ceiling']:.0%} of the server's own INSERT … SELECT rate.")
+    notes.append("MB/s: the data set's Native size per second (one yardstick for every format). Units differ: "
+                 "file/embedded paths send everything in one request, the others in batches.")
+    if r["mismatches"]:
+        notes.append("WRONG DATA: " + ", ".join(r["mismatches"]))
+    return t, notes
+
+
+def read_table(r: dict[str, Any]) -> tuple[Table, list[str]]:
+    t = Table(READ_COLUMNS)
+    for e in r["paths"]:
+        status = _status(e) if e.get("status") != "ok" else (
+            Cell("ok") if e.get("rows_ok", True) else Cell("WRONG ROW COUNT", style="WRONG ROW COUNT"))
+        t.add(e["name"], e.get("rows_per_s"), e.get("mb_per_s"), e.get("seconds"), e.get("of_transfer_ceiling"),
+              e.get("peak_rss_mb"), e.get("rss_growth_mb"), status)
+    for c in r.get("ceilings", []):
+        t.add(c["name"], c["rows_per_s"], c.get("mb_per_s"), c["seconds"], None, None, None, c["what"])
+    return t, ["MB/s: the result's Native size per second. Ceilings: the engine's own speed (FORMAT Null) and the "
+               "Native bytes drained from the socket without decoding."]
+
+
+def transfer_section(doc: TransferDocument, path: str = "", charts: bool = True) -> Section:
+    r = doc.result
+    if doc.kind == "ingest":
+        title = (f"chbench ingest: {r['rows']:,} rows per path (seed {r['seed']}), "
+                 f"expected checksum {r['expected']['checksum']}")
+        table, notes = ingest_table(r)
+        ceilings = [("server INSERT … SELECT", r["ceiling"]["rows_per_s"])] if r.get("ceiling") else []
+    else:
+        title = f"chbench read: {r['rows']:,} rows of `{r['query']}`" if r.get("rows") else \
+            f"chbench read: `{r['query']}`"
+        table, notes = read_table(r)
+        ceilings = [(c["name"], c["rows_per_s"]) for c in r.get("ceilings", []) if c.get("rows_per_s")]
+    blocks: list[Any] = [Text(title, "summary"), table]
+    bars = [(p["name"], p["rows_per_s"]) for p in r["paths"] if p.get("rows_per_s")]
+    if charts and bars:
+        blocks.append(Charts([chart(f"throughput-{doc.kind}", "throughput", bars, ceilings)]))
+    blocks += [Text(n) for n in notes]
+    name = "Ingest" if doc.kind == "ingest" else "Read"
+    return Section(f"{name}: {Path(path).name}" if path else name, "transfer", blocks)

@@ -1,0 +1,147 @@
+"""``kind: "run"``: what ``chbench run`` measured — its targets (sides), every query with
+every raw sample, and the drift guard's calibration samples (docs/results-schema.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from chbench.results.document import Document, present
+from chbench.targets import Sample
+
+_SAMPLE_FIELDS = ("query_id", "client_ms", "server_ms", "read_rows", "read_bytes", "result_rows", "result_bytes",
+                  "memory_bytes", "error", "target", "round", "warmup", "started_at")
+
+
+@dataclass(kw_only=True)
+class RunSample(Sample):
+    """A target's sample, with where and when in the run it was taken."""
+
+    target: str = "A"
+    round: int = 0
+    warmup: bool = False
+    started_at: float = 0.0
+    server_metrics: dict[str, Any] | None = None  # query_log, with --server-metrics
+    server_ms_source: str | None = None  # "query_log" when server_ms came from there
+
+    @classmethod
+    def of(cls, s: Sample, target: str, round_no: int, warmup: bool, started_at: float) -> RunSample:
+        return cls(query_id=s.query_id, client_ms=s.client_ms, server_ms=s.server_ms, read_rows=s.read_rows,
+                   read_bytes=s.read_bytes, result_rows=s.result_rows, result_bytes=s.result_bytes,
+                   memory_bytes=s.memory_bytes, error=s.error, target=target, round=round_no, warmup=warmup,
+                   started_at=started_at)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**{k: getattr(self, k) for k in _SAMPLE_FIELDS}, **present(self, "server_metrics", "server_ms_source")}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> RunSample:
+        return cls(**{k: d[k] for k in (*_SAMPLE_FIELDS, "server_metrics", "server_ms_source") if k in d})
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and not self.warmup
+
+
+@dataclass(kw_only=True)
+class RunTarget:
+    """One side: where it ran, what the server is, which settings were sent."""
+
+    id: str
+    kind: str
+    url: str
+    label: str
+    server_version: str | None = None
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    settings_requested: dict[str, str] = field(default_factory=dict)
+    settings_sent: dict[str, str] = field(default_factory=dict)
+    unsupported_settings: list[str] = field(default_factory=list)
+    scale: float | None = None
+    notes: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. an embedded engine's path, the workload
+
+    KEYS: ClassVar[tuple[str, ...]] = ("id", "kind", "url", "label", "server_version", "capabilities",
+                                       "settings_requested", "settings_sent", "unsupported_settings", "scale",
+                                       "notes")
+
+    def to_json(self) -> dict[str, Any]:
+        return {**{k: getattr(self, k) for k in self.KEYS}, **self.extra}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> RunTarget:
+        return cls(id=d.get("id", "A"), kind=d.get("kind", "?"), url=d.get("url", "?"),
+                   label=d.get("label") or d.get("url") or "?",
+                   **{k: d[k] for k in cls.KEYS[4:] if d.get(k) is not None},
+                   extra={k: v for k, v in d.items() if k not in cls.KEYS})
+
+
+@dataclass(kw_only=True)
+class RunQuery:
+    name: str
+    sql: str
+    sql_sent: str
+    target: str | list[str]  # the side, or the sides, that ran it
+    sides: dict[str, dict[str, Any]]  # per side: sql, sql_sent (and the query's own settings)
+    samples: list[RunSample] = field(default_factory=list)
+    errors: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "sql": self.sql, "sql_sent": self.sql_sent, "target": self.target,
+                "sides": self.sides, "samples": [s.to_json() for s in self.samples], "errors": self.errors}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> RunQuery:
+        return cls(name=str(d["name"]), sql=d.get("sql", ""), sql_sent=d.get("sql_sent", d.get("sql", "")),
+                   target=d.get("target", "A"), sides=d.get("sides") or {},
+                   samples=[RunSample.from_json(s) for s in d["samples"]], errors=int(d.get("errors", 0)))
+
+    def side_ids(self) -> list[str]:
+        return [self.target] if isinstance(self.target, str) else list(self.target)
+
+    def measured(self, side: str) -> list[RunSample]:
+        """The side's samples after warm-up, in run order (failed ones included)."""
+        return [s for s in self.samples if s.target == side and not s.warmup]
+
+    def sql_sent_by(self, side: str) -> str:
+        return str(self.sides.get(side, {}).get("sql_sent", self.sql_sent))
+
+
+@dataclass(kw_only=True)
+class Calibration:
+    """The drift guard's fixed query, measured between rounds on one side."""
+
+    target: str
+    sql: str
+    samples: list[RunSample] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": self.target, "sql": self.sql, "samples": [s.to_json() for s in self.samples]}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Calibration:
+        return cls(target=d.get("target", "A"), sql=d.get("sql", ""),
+                   samples=[RunSample.from_json(s) for s in d.get("samples") or []])
+
+
+@dataclass(kw_only=True)
+class RunDocument(Document):
+    kind: ClassVar[str] = "run"
+    KEYS: ClassVar[tuple[str, ...]] = ("targets", "queries", "calibration")
+
+    targets: list[RunTarget] = field(default_factory=list)
+    queries: list[RunQuery] = field(default_factory=list)
+    calibration: list[Calibration] = field(default_factory=list)
+
+    def body(self) -> dict[str, Any]:
+        return {"targets": [t.to_json() for t in self.targets], "queries": [q.to_json() for q in self.queries],
+                "calibration": [c.to_json() for c in self.calibration]}
+
+    @classmethod
+    def parse(cls, d: dict[str, Any]) -> dict[str, Any]:
+        targets = d.get("targets") or [{"id": "A", "url": "?"}]
+        return {"targets": [RunTarget.from_json(t) for t in targets],
+                "queries": [RunQuery.from_json(q) for q in d["queries"]],
+                "calibration": [Calibration.from_json(c) for c in d.get("calibration") or []]}
+
+    def side_labels(self) -> dict[str, str]:
+        return {t.id: t.label or t.url for t in self.targets}

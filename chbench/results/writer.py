@@ -1,0 +1,70 @@
+"""The one way a results file is written while a command runs.
+
+A :class:`ResultsWriter` holds the command's document and rewrites the file atomically
+(``store.write_atomic``): ``checkpoint()`` at most every ``every_s`` seconds (or now, with
+``force``), ``finish(status)`` once at the end. Used as a context manager it finishes the
+file whatever ends the command: ``complete`` on success, ``interrupted`` on Ctrl-C,
+``server_lost`` when the server went away, ``failed`` on any other error — so every
+command leaves the same valid, finished file, with ``meta.ended_at`` set."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import TracebackType
+
+from chbench.errors import ServerLost, UsageError
+from chbench.results.document import Document
+from chbench.results.environment import now_iso
+from chbench.results.store import write_atomic
+
+
+def check_output_path(path: str | None, what: str = "results") -> None:
+    """Fail before anything is measured when ``path`` cannot be written."""
+    if path:
+        parent = Path(path).resolve().parent
+        if not parent.is_dir():
+            raise UsageError(f"cannot write {what} to {path}: directory {parent} does not exist")
+
+
+class ResultsWriter:
+    def __init__(self, path: str | None, doc: Document, every_s: float = 1.0) -> None:
+        self.path = path
+        self.doc = doc
+        self.every_s = every_s
+        self.finished = False
+        self._last = 0.0
+
+    def checkpoint(self, force: bool = False) -> None:
+        """Write the document as it is now (throttled unless ``force``)."""
+        now = time.monotonic()
+        if not self.path or (not force and now - self._last < self.every_s):
+            return
+        self.doc.meta.ended_at = now_iso()
+        write_atomic(self.path, self.doc.to_json())
+        self._last = time.monotonic()
+
+    def finish(self, status: str = "complete", reason: str | None = None) -> None:
+        """The final write: ``status`` and, for a stop, why."""
+        self.doc.status = status
+        if reason:
+            self.doc.meta.extra["stop_reason"] = reason
+        self.finished = True
+        self.checkpoint(force=True)
+
+    def __enter__(self) -> ResultsWriter:
+        self.checkpoint(force=True)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self.finished:
+            return
+        if kind is None:
+            self.finish("complete")
+        elif issubclass(kind, KeyboardInterrupt):
+            self.finish("interrupted", "interrupted")
+        elif issubclass(kind, ServerLost):
+            self.finish("server_lost", str(exc))
+        else:
+            self.finish("failed", str(exc).strip().splitlines()[0] if str(exc).strip() else kind.__name__)

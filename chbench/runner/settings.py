@@ -1,0 +1,44 @@
+"""Which settings a run sends: the measurement defaults (query cache off, read-only
+unless writes are allowed), the plan's switches, the workload's settings, the user's,
+then each query's own — only those the server knows; the rest are reported."""
+
+from __future__ import annotations
+
+from chbench.plan import Plan, SidePlan
+from chbench.targets import ServerInfo
+
+
+def settings_to_send(side: SidePlan, info: ServerInfo, plan: Plan) -> tuple[dict[str, str], list[str], list[str]]:
+    """The settings this side sends, the ones the server does not know, and notes."""
+    wanted: dict[str, str] = {"use_query_cache": "0"}
+    notes: list[str] = []
+    if not plan.allow_writes:
+        current = info.settings.get("readonly", "0")
+        if current in ("0", ""):
+            wanted["readonly"] = "2"
+        else:
+            notes.append(f"user is already readonly={current}")
+    if plan.max_threads is not None:
+        wanted["max_threads"] = str(plan.max_threads)
+    if plan.server_metrics:
+        wanted["log_queries"] = "1"
+    if plan.timeout:
+        wanted["max_execution_time"] = str(max(1, int(round(plan.timeout))))
+    wanted.update(side.workload.settings)
+    wanted.update(side.settings)
+    sent = {k: v for k, v in wanted.items() if info.knows(k)}
+    unsupported = sorted(k for k in wanted if not info.knows(k))
+    return sent, unsupported, notes
+
+
+def query_settings(sent: dict[str, str], own: dict[str, str], info: ServerInfo) -> tuple[dict[str, str], list[str]]:
+    """A query's settings: the side's, with the query's own on top (known ones only)."""
+    if not own:
+        return sent, []
+    merged = {**sent, **{k: v for k, v in own.items() if info.knows(k)}}
+    return merged, sorted(k for k in own if not info.knows(k))
+
+
+def statement_settings(sent: dict[str, str]) -> dict[str, str]:
+    """Set-up and tear-down: the side's settings, without read-only (they are there to write)."""
+    return {k: v for k, v in sent.items() if k != "readonly"}

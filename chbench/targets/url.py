@@ -1,0 +1,131 @@
+"""The one parser of target URLs, and the registry of target kinds.
+
+Syntax::
+
+    embedded                      chDB in this process (the default)
+    embedded:/path/dir            chDB with a persistent database directory
+    http://[user@]host[:8123][/database]       HTTP interface
+    https://[user@]host[:8443][/database]      HTTP over TLS (certificates verified)
+    clickhouse://[user@]host[:9000][/database] native protocol
+    clickhouses://[user@]host[:9440][/database] native protocol over TLS
+
+Passwords never go in the URL: they come from ``CLICKHOUSE_PASSWORD`` or
+``--password-file`` (``--password`` works, with a warning).
+
+A new kind of target is a module in this folder plus one line in ``KINDS``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import Enum
+from urllib.parse import unquote, urlsplit
+
+from chbench.errors import UsageError
+
+
+class Protocol(str, Enum):
+    """How queries reach the engine (also the ``kind`` recorded in results files)."""
+
+    EMBEDDED = "embedded"
+    HTTP = "http"
+    NATIVE = "native"
+    FAKE = "fake"  # tests only: never reachable from a URL
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One registry line: a URL scheme, its protocol, default port and implementation."""
+
+    scheme: str
+    protocol: Protocol
+    implementation: str  # "module:Class", imported only when such a target is made
+    port: int = 0  # 0: not a network address
+    secure: bool = False
+    url: bool = True  # scheme://host form (else name[:path])
+
+
+KINDS: dict[str, Kind] = {k.scheme: k for k in (
+    Kind("embedded", Protocol.EMBEDDED, "chbench.targets.embedded:EmbeddedTarget", url=False),
+    Kind("http", Protocol.HTTP, "chbench.targets.http:HttpTarget", 8123),
+    Kind("https", Protocol.HTTP, "chbench.targets.http:HttpTarget", 8443, secure=True),
+    Kind("clickhouse", Protocol.NATIVE, "chbench.targets.native:NativeTarget", 9000),
+    Kind("clickhouses", Protocol.NATIVE, "chbench.targets.native:NativeTarget", 9440, secure=True),
+)}
+
+DEFAULT_TARGET = "embedded"  # the zero-setup default: the engine inside this process
+DEFAULT_PORTS = {k.scheme: k.port for k in KINDS.values() if k.port}
+SCHEMES = ", ".join(f"{k.scheme}://" if k.url else f"{k.scheme}, {k.scheme}:/path" for k in KINDS.values())
+
+
+def scheme_for(protocol: Protocol, secure: bool) -> str:
+    """The URL scheme of a network protocol, with or without TLS (for --host/--port)."""
+    return next(k.scheme for k in KINDS.values() if k.protocol == protocol and k.secure == secure and k.url)
+
+
+@dataclass(frozen=True)
+class TargetURL:
+    """A parsed target: where it is and who connects (never a password)."""
+
+    kind: Kind
+    host: str = ""
+    port: int = 0
+    user: str = "default"
+    database: str | None = None
+    path: str | None = None  # in-process engines: the data directory (None: in memory)
+
+    @property
+    def protocol(self) -> Protocol:
+        return self.kind.protocol
+
+    @property
+    def secure(self) -> bool:
+        return self.kind.secure
+
+    @property
+    def in_process(self) -> bool:
+        return not self.kind.url
+
+    def display(self) -> str:
+        """The URL as results files and messages show it (no secrets)."""
+        if not self.kind.url:
+            return self.kind.scheme + (f":{self.path}" if self.path else "")
+        base = f"{self.kind.scheme}://{self.user}@{self.host}:{self.port}"
+        return base + (f"/{self.database}" if self.database else "")
+
+    def address(self) -> str:
+        """host:port (brackets around an IPv6 host), or the display form in process."""
+        if not self.kind.url:
+            return self.display()
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    def with_path(self, path: str) -> TargetURL:
+        return replace(self, path=path)
+
+
+def parse_target_url(spec: str, user: str | None = None, database: str | None = None) -> TargetURL:
+    """Parse ``spec``; a bad one is one clear UsageError naming what is wrong."""
+    spec = spec.strip()
+    name, sep, rest = spec.partition(":")
+    kind = KINDS.get(name.lower())
+    if kind is not None and not kind.url:
+        return TargetURL(kind, path=rest or None)
+    if "://" not in spec:
+        raise UsageError(f"unknown target '{spec}': use one of {SCHEMES}")
+    try:
+        parts = urlsplit(spec)
+        scheme = parts.scheme.lower()
+        kind = KINDS.get(scheme)
+        if kind is None or not kind.url:
+            raise UsageError(f"unknown target scheme '{scheme}://': use one of {SCHEMES}")
+        if parts.password is not None:
+            raise UsageError("put no password in a target URL: use CLICKHOUSE_PASSWORD or --password-file")
+        port = parts.port or kind.port
+        host = parts.hostname
+        username = parts.username
+    except ValueError as e:  # e.g. "Invalid IPv6 URL", a port that is not a number
+        raise UsageError(f"bad target URL '{spec}': {e}") from None
+    if not host:
+        raise UsageError(f"target '{spec}' has no host")
+    return TargetURL(kind, host=host, port=port, user=unquote(username) if username else (user or "default"),
+                     database=parts.path.strip("/") or database)

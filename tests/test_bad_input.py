@@ -1,0 +1,53 @@
+"""Bad input, as a new user would type it, across every command: one clear line on
+stderr and a non-zero exit code, never a traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import assert_one_line_error, run_cli
+
+CASES = [
+    (["run", "--target", "http://[::1"], "bad target URL"),
+    (["load", "-q", "SELECT 1", "--target", "http://[::1"], "bad target URL"),
+    (["run", "--target", "clickhouse://127.0.0.1:notaport"], "bad target URL"),
+    (["run", "--target", "ftp://db"], "unknown target scheme"),
+    (["run", "--host", "a", "--host", "b", "--port", "1", "--port", "2", "--port", "3"], "give as many of each"),
+    (["run", "--query", "SELECT 1", "--setting", "max_threads"], "is not name=value"),
+    (["run", "--queries", "/nonexistent.sql"], "query file not found"),
+    (["load", "-q", "SELECT 1", "--rate", "0"], "must be positive"),
+    (["load", "-q", "SELECT 1", "--poisson"], "--poisson needs --rate"),
+    (["load", "-q", "SELECT 1", "--workers", "2"], "needs a server target"),
+    (["load", "-q", "SELECT 1", "--stage", "fetch_columns"], "native protocol only"),
+    (["load", "-q", "SELECT 1", "--confidence", "9"], "must be 0..5"),
+    (["load", "-q", "SELECT 1", "--max_threads"], "needs a value"),
+    (["ingest", "--paths", "carrier-pigeon"], "unknown ingest path"),
+    (["ingest", "--batch-size", "ten"], "--batch-size takes row counts"),
+    (["read", "--query", "SELECT 1", "--rows", "5"], "put {rows} in the query"),
+    (["read", "--target", "http://a:1", "--target", "http://b:2"], "at most one http target"),
+    (["clickbench", "load"], "--synthetic ROWS or --from FILE"),
+    (["clickbench", "run", "--only", "99"], "0-42"),
+    (["clickbench", "run", "--concurrent", "2"], "--concurrent needs --duration"),
+    (["clickbench", "compare", "/nonexistent.json"], "file not found"),
+    (["report", "/nonexistent.json", "--html", "/tmp/x.html"], "results file not found"),
+    (["report", "README.md"], "--html FILE"),
+    (["compare", "/nonexistent-a.json", "/nonexistent-b.json"], "results file not found"),
+    (["compare", "a.json", "b.json", "c.json"], "one side-by-side file or two files"),
+    (["compare", "x.json", "--format", "pdf"], "invalid choice"),
+]
+
+
+@pytest.mark.parametrize("args,needle", CASES, ids=[" ".join(a)[:60] for a, _ in CASES])
+def test_one_clear_line(args, needle, tmp_path):
+    if args[0] in ("run",):
+        args = [*args, "--out", str(tmp_path / "x.json")]
+    r = run_cli(*args, stdin="")
+    assert_one_line_error(r)
+    assert needle in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("command", [["run"], ["load", "-q", "SELECT 1", "-i", "1"]])
+def test_native_protocol_at_an_http_port_names_the_mistake(modern, command, tmp_path):
+    r = run_cli(*command, "--target", f"clickhouse://127.0.0.1:{modern.http_port}", "--out", str(tmp_path / "x.json"))
+    assert_one_line_error(r)
+    assert "does not speak the native protocol" in r.stderr and "http://" in r.stderr
