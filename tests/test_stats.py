@@ -134,3 +134,14 @@ def test_machine_change_widens_verdicts():
     assert verdicts(plain).count("slower") == 5
     assert verdicts(guarded).count("slower") == 0
     assert guarded["queries"][0]["ci"][0] < plain["queries"][0]["ci"][0]
+
+
+def test_median_interval_rank_is_scipys_binomial_quantile():
+    """The exact integer computation behind median_ci equals scipy's binom.ppf."""
+    from scipy import stats as sps
+
+    from chbench.stats.summary import _median_rank
+
+    for conf in (0.95, 0.99):
+        for n in [*range(6, 400), 999, 1000, 1500, 2048]:
+            assert _median_rank(n, conf) == max(int(sps.binom.ppf((1 - conf) / 2, n, 0.5)) - 1, 0), (n, conf)

@@ -25,7 +25,7 @@ from chbench.plan import Plan, SidePlan
 from chbench.results import Calibration, Meta, ResultsWriter, RunDocument, RunQuery, RunSample, RunTarget
 from chbench.runner.execute import execute
 from chbench.runner.settings import query_settings, settings_to_send, statement_settings
-from chbench.stats.summary import preload, relative_ci_halfwidth
+from chbench.stats.summary import relative_ci_halfwidth
 from chbench.targets import ServerInfo, Target
 from chbench.ui.progress import Progress
 from chbench.workload import CALIBRATION_FALLBACK_SQL, CALIBRATION_SQL, prepare_sql
@@ -128,7 +128,6 @@ class Runner:
         return RunSample.of(s, side.id, round_no, warmup, round(started, 3))
 
     def run(self) -> RunOutcome:
-        preload()  # the statistics' imports, before anything is timed
         self._connect()
         self.doc.targets = [self._target_entry(side) for side in self.plan.sides]
         states = self._states()

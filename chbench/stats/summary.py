@@ -9,14 +9,6 @@ from functools import lru_cache
 import numpy as np
 
 
-def preload() -> None:
-    """Import scipy.stats now (seconds on a slow machine), not in the middle of a run.
-
-    The statistics modules import it where they first need it, so commands that never
-    test anything (load, ingest, read, clickbench) do not pay for it."""
-    import scipy.stats  # noqa: F401
-
-
 def median_ci(values: Sequence[float], conf: float = 0.95) -> tuple[float, float]:
     """Distribution-free confidence interval of the median (order statistics)."""
     x = np.sort(np.asarray(values, dtype=float))
@@ -31,10 +23,20 @@ def median_ci(values: Sequence[float], conf: float = 0.95) -> tuple[float, float
 
 @lru_cache(maxsize=4096)
 def _median_rank(n: int, conf: float) -> int:
-    """Smallest symmetric pair of order statistics covering the median with prob >= conf."""
-    from scipy import stats as sps
+    """Smallest symmetric pair of order statistics covering the median with prob >= conf.
 
-    return max(int(sps.binom.ppf((1 - conf) / 2, n, 0.5)) - 1, 0)
+    The binomial quantile ``scipy.stats.binom.ppf((1 - conf) / 2, n, 0.5)``, computed
+    exactly with integers (tests/test_stats.py checks it against scipy): importing
+    scipy.stats takes ~2.7 s on the reference machine, and ``chbench run`` needs nothing
+    else from it — every run would pay that to start."""
+    q = (1 - conf) / 2
+    total = 1 << n
+    acc = 0
+    for k in range(n + 1):
+        acc += math.comb(n, k)
+        if acc / total >= q:
+            return max(k - 1, 0)
+    return max(n - 1, 0)
 
 
 def relative_ci_halfwidth(values: Sequence[float], conf: float = 0.95) -> float:
