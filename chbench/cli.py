@@ -9,29 +9,17 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from types import ModuleType
 from typing import Any
 
 from chbench import __version__
 from chbench.commands import COMMANDS
-from chbench.commands.args import Parser
+from chbench.commands.args import Parser, add_command
 from chbench.errors import EXIT_INTERRUPTED, EXIT_USAGE, ChbenchError
 
 QUICK_START = """\
 quick start:
   chbench run --out before.json && chbench run --out after.json && chbench compare before.json after.json
 """
-
-
-def add_command(sub: Any, module: ModuleType) -> Parser:
-    """One command's parser, from its module: name, help, description, epilog, arguments."""
-    p: Parser = sub.add_parser(
-        module.NAME, help=module.HELP, description=module.DESCRIPTION, epilog=getattr(module, "EPILOG", None),
-        epilog_fn=getattr(module, "epilog", None), formatter_class=argparse.RawDescriptionHelpFormatter,
-        **getattr(module, "PARSER", {}))
-    module.add_arguments(p)
-    p.set_defaults(_command=module, _parser=p)
-    return p
 
 
 def build_parser() -> Parser:

@@ -83,7 +83,8 @@ def test_json_is_the_document_and_csv_has_every_exact_value():
     report = _comparison_report()
     assert json.loads(get_exporter("json").render(report)) == json.loads(json.dumps(report.data))
     rows = get_exporter("csv").render(report).splitlines()
-    assert rows[0] == "name,verdict,a_median_ms,b_median_ms,ratio,ci_low,ci_high,p_adjusted,a_runs,b_runs,notes"
+    assert rows[0] == ("name,verdict,a_median_ms,b_median_ms,ratio,ci_low,ci_high,p_value,p_adjusted,a_runs,b_runs,"
+                       "notes")
     slower = next(r for r in report.data["queries"] if r["name"] == "slower")
     assert repr(slower["ratio"]) in next(r for r in rows if r.startswith("slower,"))
 

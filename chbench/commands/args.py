@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any, NoReturn
 
 from chbench.errors import EXIT_USAGE
@@ -28,6 +29,17 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"chbench: error: {message} (see '{self.prog} --help')\n")
         raise SystemExit(EXIT_USAGE)
+
+
+def add_command(sub: Any, module: ModuleType) -> Parser:
+    """One command's parser, from its module: name, help, description, epilog, arguments."""
+    p: Parser = sub.add_parser(
+        module.NAME, help=module.HELP, description=module.DESCRIPTION, epilog=getattr(module, "EPILOG", None),
+        epilog_fn=getattr(module, "epilog", None), formatter_class=argparse.RawDescriptionHelpFormatter,
+        **getattr(module, "PARSER", {}))
+    module.add_arguments(p)
+    p.set_defaults(_command=module, _parser=p)
+    return p
 
 
 # -- argument types ---------------------------------------------------------------------

@@ -21,11 +21,15 @@ class CsvExporter(Exporter):
         for i, t in enumerate(tables):
             if i:
                 buf.write("\n")
-            w.writerow([k for c in t.columns for k in c.keys])
+            w.writerow([k for c in t.columns for k in (*c.also, *c.keys)])
             for row in t.rows:
                 values = []
                 for c, cell in zip(t.columns, row, strict=True):
-                    vals = list(cell.values()) + [None] * (len(c.keys) - len(cell.values()))
-                    values += ["" if missing(v) else v for v in vals[: len(c.keys)]]
+                    vals = [*_fit(cell.also, len(c.also)), *_fit(cell.values(), len(c.keys))]
+                    values += ["" if missing(v) else v for v in vals]
                 w.writerow(values)
         return buf.getvalue()
+
+
+def _fit(values: tuple[object, ...], n: int) -> list[object]:
+    return [*values[:n], *[None] * (n - len(values))]

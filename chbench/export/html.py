@@ -107,7 +107,7 @@ class HtmlExporter(Markup):
     def details(self, d: Details) -> str:
         summary = esc(d.summary)
         if d.style:
-            head, _, word = d.summary.partition(" — ")
+            head, _, word = d.summary.rpartition(" — ")
             summary = f'{esc(head)} — <span class="{_style_class(d.style)}">{esc(word)}</span>'
         return f"<details open><summary>{summary}</summary>{''.join(self.block(b) for b in d.blocks)}</details>"
 

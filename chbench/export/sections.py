@@ -22,6 +22,7 @@ class Column:
     align: str = "right"  # left | right
     key: str | tuple[str, ...] = ""  # machine name(s) of the value(s), for CSV (default: the title)
     sep: str = " / "  # between the values of a cell that holds several
+    also: tuple[str, ...] = ()  # CSV only: machine values the text does not show, written before ``keys``
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -35,6 +36,7 @@ class Cell:
     value: Any  # the exact value: a number, a text, or a tuple for a column of several
     text: str | None = None  # shown instead of the formatted value
     style: str = ""  # a verdict or status word: exporters colour it
+    also: tuple[Any, ...] = ()  # the values of the column's ``also`` keys
 
     def shown(self, column: Column) -> str:
         if self.text is not None:

@@ -17,7 +17,7 @@ COLUMNS = [
     Column("B ms", ".1f", key="b_median_ms"),
     Column("change", "change", key="ratio"),
     Column("95% CI", "interval", key=("ci_low", "ci_high")),
-    Column("p adj.", ".3g", key="p_adjusted"),
+    Column("p adj.", ".3g", key="p_adjusted", also=("p_value",)),
     Column("runs A / B", "d", key=("a_runs", "b_runs")),
     Column("notes", align="left", key="notes"),
 ]
@@ -33,8 +33,8 @@ def verdict_table(doc: dict[str, Any]) -> Table:
         a, b = r.get("a") or {}, r.get("b") or {}
         ci = r.get("ci") or [None, None]
         t.add(r["name"], Cell(r["verdict"], style=r["verdict"]), a.get("median"), b.get("median"), r.get("ratio"),
-              (ci[0], ci[1]), r.get("p_adjusted"), (a.get("runs"), b.get("runs")), notes_of(r),
-              key=("data-query", r["name"]))
+              (ci[0], ci[1]), Cell(r.get("p_adjusted"), also=(r.get("p_value"),)), (a.get("runs"), b.get("runs")),
+              notes_of(r), key=("data-query", r["name"]))
     return t
 
 

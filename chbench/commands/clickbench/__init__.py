@@ -31,8 +31,7 @@ SUBCOMMANDS = ("load", "run", "compare", "stress", "crash_test")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     import importlib
 
-    from chbench.cli import add_command
-    from chbench.commands.args import Parser
+    from chbench.commands.args import Parser, add_command
 
     sub = p.add_subparsers(dest="clickbench_command", metavar="COMMAND", parser_class=Parser)
     for name in SUBCOMMANDS:
