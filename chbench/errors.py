@@ -24,6 +24,12 @@ class ConnectError(ChbenchError):
     """The target cannot be reached or refused our credentials."""
 
 
+class SetupFailed(ChbenchError):
+    """A workload's set-up statement was refused: nothing was measured."""
+
+    exit_code = EXIT_FINDING
+
+
 class ServerLost(ChbenchError):
     """A target that was reachable stopped answering during a run."""
 

@@ -343,3 +343,25 @@ def test_roundrobin_spreads_without_comparing_and_cumulative_reports(modern, tmp
     # cumulative: every intermediate report counts the whole run so far
     counts = [int(n) for n in re.findall(r"\(round robin\), queries: (\d+), QPS", r.stderr)]
     assert counts == sorted(counts) and counts[-1] == doc["statistics"]["num_queries"]
+
+
+def test_workload_setup_per_query_settings_and_teardown(modern, tmp_path):
+    qf = tmp_path / "w.sql"
+    qf.write_text("-- setup\nCREATE TABLE chbench_load_t ENGINE = Memory AS SELECT number FROM numbers(1000);\n"
+                  "-- name: count\nSELECT count() FROM chbench_load_t;\n"
+                  "-- name: one_thread\n-- settings: max_threads=1\nSELECT sum(number) FROM chbench_load_t;\n"
+                  "-- teardown\nDROP TABLE chbench_load_t;\n")
+    out = tmp_path / "l.json"
+    r = run_cli("load", "--target", modern.http_url, "--queries", str(qf), "-i", "20", "-d", "0", "--out", str(out))
+    assert r.code == 0, r.stderr
+    doc = load(out)
+    assert doc["levels"][0]["total"]["queries"] == 20 and doc["queries"][1]["settings"] == {"max_threads": "1"}
+    from chbench.targets import Credentials, make_target
+
+    admin = make_target(modern.http_url, Credentials())
+    assert admin.query_rows("EXISTS TABLE chbench_load_t") == [["0"]]
+    admin.close()
+    qf.write_text("-- settings: max_threadz=1\nSELECT 1\n")
+    r = run_cli("load", "--target", modern.http_url, "--queries", str(qf), "-i", "1")
+    assert_one_line_error(r)
+    assert "unknown setting max_threadz" in r.stderr

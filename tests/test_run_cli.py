@@ -308,3 +308,52 @@ def test_server_metrics_on_the_modern_server_and_embedded_note(modern, tmp_path)
     emb = tmp_path / "e.json"
     assert run_cli("run", "--query", "SELECT 1", "--server-metrics", "--out", str(emb), *FAST).code == 0
     assert any("embedded" in n for n in load(emb)["meta"]["server_metrics_notes"])
+
+
+SETUP_WORKLOAD = """\
+-- setup
+CREATE TABLE chbench_setup_t ENGINE = MergeTree ORDER BY k
+  AS SELECT number % 100 AS k, number AS v FROM numbers(100000);
+-- name: group_by
+SELECT k, sum(v) FROM chbench_setup_t GROUP BY k;
+-- name: one_thread
+-- settings: max_threads=1
+SELECT k, sum(v) FROM chbench_setup_t GROUP BY k;
+-- teardown
+DROP TABLE chbench_setup_t;
+"""
+
+
+def test_setup_and_teardown_write_in_a_read_only_run(modern, tmp_path):
+    """Set-up creates and fills a table although the measured queries are read-only; the
+    tear-down drops it after them (on the embedded engine too, whose measuring session
+    cannot leave readonly=2 once it is set)."""
+    from chbench.plan import Plan, SidePlan
+    from chbench.runner import run_plan
+    from chbench.targets import Credentials, make_target
+    from chbench.ui.progress import Progress
+    from chbench.workload import parse_workload
+
+    embedded = make_target("embedded", Credentials())
+    outcome = run_plan(Plan([SidePlan("A", embedded, parse_workload(SETUP_WORKLOAD))], warmup=0, iterations=2,
+                            calibration=False), str(tmp_path / "e.json"), Progress())
+    assert outcome.exit_code == 0, outcome.message
+    assert embedded.query_rows("EXISTS TABLE chbench_setup_t") == [["0"]]
+    assert all(s.error is None for q in outcome.doc.queries for s in q.samples)
+    qf = tmp_path / "w.sql"
+    qf.write_text(SETUP_WORKLOAD)
+    for url in (modern.http_url, modern.native_url):
+        out = tmp_path / "s.json"
+        r = run_cli("run", "--target", url, "--queries", str(qf), "--out", str(out), *FAST)
+        assert r.code == 0, r.stderr
+        doc = load(out)
+        assert doc["targets"][0]["settings_sent"]["readonly"] == "2"
+        assert doc["queries"][1]["sides"]["A"]["settings"] == {"max_threads": "1"}
+        admin = make_target(url, Credentials())
+        assert admin.query_rows("EXISTS TABLE chbench_setup_t") == [["0"]]
+        admin.close()
+    bad = tmp_path / "bad.sql"
+    bad.write_text("-- setup\nCREATE TABLE chbench_broken (;\n-- name: q\nSELECT 1;\n")
+    r = run_cli("run", "--queries", str(bad), "--out", str(tmp_path / "b.json"), *FAST)
+    assert r.code == 1 and "set-up failed" in r.stderr and "Traceback" not in r.stderr
+    assert load(tmp_path / "b.json")["targets"][0]["setup_error"]["error"]["code"] == 62

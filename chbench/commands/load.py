@@ -21,7 +21,7 @@ from chbench.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER_
 
 if TYPE_CHECKING:
     from chbench.load.config import LoadConfig
-    from chbench.workload import Query
+    from chbench.workload import Workload
 
 NAME = "load"
 HELP = "put load on a server: clickhouse-benchmark's flags, open loop, sweeps"
@@ -121,19 +121,19 @@ def settings_from(rest: list[str], parser: argparse.ArgumentParser) -> dict[str,
     return settings
 
 
-def read_queries(args: argparse.Namespace) -> list[Query]:
+def workload_of(args: argparse.Namespace) -> Workload:
     from chbench.workload import parse_workload, read_workload
 
     if args.query:
-        return parse_workload("\n;\n".join(args.query), "--query", "script").queries
+        return parse_workload("\n;\n".join(args.query), "--query", "script")
     if args.queries:
-        return read_workload(args.queries, args.queries_format or "auto").queries
+        return read_workload(args.queries, args.queries_format or "auto")
     if sys.stdin is None or sys.stdin.isatty():
         raise UsageError("no queries: give --query SQL, --queries FILE, or pipe queries on standard input")
     text = sys.stdin.read()
     if not text.strip():
         raise UsageError("standard input: no queries")
-    return parse_workload(text, "standard input", args.queries_format or "tsv").queries
+    return parse_workload(text, "standard input", args.queries_format or "tsv")
 
 
 def build_config(args: argparse.Namespace) -> LoadConfig:
@@ -148,11 +148,13 @@ def build_config(args: argparse.Namespace) -> LoadConfig:
     creds = credentials(args)
     if args.workers > 1 and any(not make_target(s, creds).capabilities.concurrent_sessions for s in specs):
         raise UsageError("--workers needs a server target: the embedded engine lives inside one process")
-    settings = dict(args.settings)
+    workload = workload_of(args)
+    settings = {**workload.settings, **args.settings}
     if not args.allow_writes:
         settings["readonly"] = settings.get("readonly", "2")
     return LoadConfig(
-        targets=specs, credentials=creds, queries=read_queries(args), concurrency=args.concurrency,
+        targets=specs, credentials=creds, queries=workload.queries, setup=workload.setup,
+        teardown=workload.teardown, concurrency=args.concurrency,
         max_concurrency=args.max_concurrency or 0, iterations=args.iterations, timelimit=args.timelimit,
         randomize=bool(args.randomize), seed=args.seed, delay=args.delay, cumulative=args.cumulative,
         confidence=args.confidence, stage=args.stage, query_id_prefix=args.query_id_prefix or "",

@@ -16,6 +16,8 @@ class LoadConfig:
     targets: list[str]  # target specs (no secrets)
     credentials: Credentials
     queries: list[Query]
+    setup: list[str] = field(default_factory=list)  # the workload's, once per host before the first level
+    teardown: list[str] = field(default_factory=list)  # and after the last
     concurrency: int = 1
     max_concurrency: int = 0  # -C: sweep 1..N
     iterations: int = 0  # 0: no limit

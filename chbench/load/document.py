@@ -21,7 +21,7 @@ def options(cfg: LoadConfig) -> dict[str, Any]:
         "continue_on_errors": cfg.continue_on_errors, "max_consecutive_errors": cfg.max_consecutive_errors,
         "roundrobin": cfg.roundrobin, "settings": cfg.settings, "rate": cfg.rate or None, "poisson": cfg.poisson,
         "latency_limit_ms": cfg.latency_limit_ms or None, "workers": cfg.workers, "timeout": cfg.timeout,
-        "late_threshold_ms": LATE_MS,
+        "late_threshold_ms": LATE_MS, "setup": cfg.setup, "teardown": cfg.teardown,
     }
 
 
@@ -31,7 +31,8 @@ def new_document(cfg: LoadConfig, hosts: list[Host]) -> LoadDocument:
         targets=[{"id": chr(ord("A") + i) if i < 26 else f"T{i}", "url": h.url, "label": h.label, "kind": h.kind,
                   "server_version": h.version, "settings_sent": h.settings, "notes": h.notes}
                  for i, h in enumerate(hosts)],
-        queries=[{"index": i, "name": q.name, "sql": q.sql, "weight": q.weight} for i, q in enumerate(cfg.queries)])
+        queries=[{"index": i, "name": q.name, "sql": q.sql, "weight": q.weight,
+                  **({"settings": q.settings} if q.settings else {})} for i, q in enumerate(cfg.queries)])
 
 
 def views(cfg: LoadConfig, hosts: list[Host], res: LevelResult) -> list[HostView]:

@@ -67,7 +67,8 @@ def probe_hosts(cfg: LoadConfig) -> list[Host]:
             info: ServerInfo = t.connect()
         finally:
             t.close()
-        unknown = [k for k in cfg.settings if not info.knows(k)]
+        asked = {*cfg.settings, *(k for q in cfg.queries for k in q.settings)}
+        unknown = sorted(k for k in asked if not info.knows(k))
         if unknown:
             raise UsageError(f"{t.url}: unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
                              f"(not in system.settings of ClickHouse {info.version})")

@@ -6,18 +6,51 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from chbench.errors import QueryError, ServerLost, SetupFailed
 from chbench.export.benchmark import level_lines, sweep_lines
 from chbench.load.config import LoadConfig
 from chbench.load.document import level_entry, new_document, sweep_rows, views
 from chbench.load.engine import Host, LevelResult, run_level
 from chbench.load.summary import benchmark_json, knee
 from chbench.results import ResultsWriter, write_atomic
+from chbench.targets import make_target
 from chbench.ui.load import make_display
+
+
+def statements(cfg: LoadConfig, hosts: list[Host], which: list[str], strict: bool) -> list[str]:
+    """The workload's set-up (``strict``: a refusal stops the run) or tear-down (best
+    effort: failures are returned) on every host, untimed, writes allowed."""
+    failures = []
+    for h in hosts:
+        target = make_target(h.spec, cfg.credentials)
+        try:
+            for sql in which:
+                try:
+                    target.statement(sql, {k: v for k, v in h.settings.items() if k != "readonly"})
+                except (QueryError, ServerLost) as e:
+                    if strict:
+                        raise SetupFailed(f"{h.label}: set-up failed: {' '.join(sql.split())[:80]}: "
+                                          f"{getattr(e, 'message', None) or e}") from None
+                    failures.append(f"{h.label}: {' '.join(sql.split())[:80]}: {getattr(e, 'message', None) or e}")
+        finally:
+            target.close()
+    return failures
 
 
 def run_load(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str | None, quiet: bool,
              err: TextIO) -> LevelResult:
-    """Run every level; returns the last (its fatal/interrupted/failure say why it ended)."""
+    """Set-up, every level, tear-down; returns the last level (its fatal/interrupted/failure
+    say why it ended)."""
+    statements(cfg, hosts, cfg.setup, strict=True)
+    try:
+        return _levels(cfg, hosts, out, json_path, quiet, err)
+    finally:
+        for failure in statements(cfg, hosts, cfg.teardown, strict=False):
+            err.write(f"chbench: note: tear-down failed on {failure}\n")
+
+
+def _levels(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str | None, quiet: bool,
+            err: TextIO) -> LevelResult:
     doc = new_document(cfg, hosts)
     writer = ResultsWriter(out, doc)
     display = make_display(cfg, hosts, quiet=quiet)

@@ -43,7 +43,8 @@ class Core:
 
     def __init__(self, cfg: LoadConfig, settings: list[dict[str, str]], worker: int = 0) -> None:
         self.cfg = cfg
-        self.settings = settings  # per host
+        # per host, per query: the host's settings with the query's own on top (merged once)
+        self.settings = [[{**hs, **q.settings} if q.settings else hs for q in cfg.queries] for hs in settings]
         self.worker = worker
         self.sqls = [q.sql for q in cfg.queries]
         self.mix = Mix([q.weight for q in cfg.queries], cfg.randomize, cfg.seed, offset=worker)
@@ -253,7 +254,7 @@ class Lane(threading.Thread):
             core.begun()
             self.waiting = None
             try:
-                s = target.execute(sqls[q], settings[h], qid, cfg.timeout)
+                s = target.execute(sqls[q], settings[h][q], qid, cfg.timeout)
             except QueryError as e:
                 if stop.is_set() and cfg.timeout is None:
                     return  # abandoned at the end of the run: not the server's fault

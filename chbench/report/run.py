@@ -16,8 +16,8 @@ from chbench.stats.summary import median_ci
 
 COLUMNS = [
     Column("query", align="left", key="name"), Column("side", align="left", key="side"),
-    Column("runs", "d"), Column("errors", "d"), Column("client ms (median)", ".2f", key="client_ms"),
-    Column("95% CI of median", ".2f", key=("client_ms_ci_low", "client_ms_ci_high"), sep=" – "),
+    Column("runs", "d"), Column("errors", "d"), Column("median ms", ".2f", key="client_ms"),
+    Column("95% CI", ".2f", key=("client_ms_ci_low", "client_ms_ci_high"), sep=" – "),
     Column("server ms", ".2f", key="server_ms"), Column("server CPU ms", ".1f", key="server_cpu_ms"),
     Column("memory bytes", ",.0f", key="memory_bytes"), Column("rows read", ",.0f", key="read_rows"),
 ]
@@ -25,7 +25,8 @@ COLUMNS = [
 
 @dataclass
 class SideSamples:
-    """One side of one query: its successful samples, metric by metric."""
+    """One side of one query: its successful samples, metric by metric (client time is
+    the median column, the run's own measure)."""
 
     client_ms: list[float | None] = field(default_factory=list)
     server_ms: list[float | None] = field(default_factory=list)

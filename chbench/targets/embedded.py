@@ -9,9 +9,7 @@ connection its own settings): the measuring session may already be read-only, an
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from chbench.errors import ConnectError, QueryError
@@ -37,8 +35,10 @@ class _Session:
         self.defaults: dict[str, str] = {}
 
     def raw(self, sql: str, fmt: str = "TabSeparated") -> Any:
-        with _errors():
+        try:
             return self.conn.query(sql, fmt)
+        except Exception as e:  # noqa: BLE001 - chdb raises plain RuntimeErrors
+            raise _translate(e) from None
 
     def text(self, sql: str) -> str:
         r = self.raw(sql)
@@ -68,16 +68,13 @@ class _Session:
 _SESSIONS: dict[tuple[str, str], _Session] = {}
 
 
-@contextlib.contextmanager
-def _errors() -> Iterator[None]:
-    """chDB's exceptions (plain RuntimeErrors carrying 'Code: N'), as chbench's."""
-    try:
-        yield
-    except QueryError:
-        raise
-    except Exception as e:  # noqa: BLE001 - chdb raises plain RuntimeErrors
-        text = str(e)
-        raise QueryError(parse_exception_code(text), first_line(text)) from None
+def _translate(e: Exception) -> QueryError:
+    """chDB's exceptions (plain RuntimeErrors carrying 'Code: N'), as chbench's: the one
+    place they are mapped (used in ``except`` clauses: the success path costs nothing)."""
+    if isinstance(e, QueryError):
+        return e
+    text = str(e)
+    return QueryError(parse_exception_code(text), first_line(text))
 
 
 class EmbeddedTarget(Target):
@@ -153,8 +150,10 @@ class EmbeddedTarget(Target):
         session.apply(settings)
         conn = session.conn
         t0 = time.perf_counter()
-        with _errors():
+        try:
             r = conn.query(sql, fmt)
+        except Exception as e:  # noqa: BLE001 - chdb raises plain RuntimeErrors
+            raise _translate(e) from None
         client_ms = (time.perf_counter() - t0) * 1000.0
         s = Sample(query_id=query_id, client_ms=client_ms)
         if hasattr(r, "elapsed"):
