@@ -100,9 +100,14 @@ class EmbeddedTarget(Target):
             except ImportError:  # pragma: no cover - chdb is a dependency
                 raise ConnectError("the embedded target needs the 'chdb' package (pip install chdb)") from None
             try:
-                _SESSIONS[key] = _Session(chdb.connect(key[0]))
+                session = _Session(chdb.connect(key[0]))
             except Exception as e:  # noqa: BLE001 - chdb raises plain RuntimeErrors
                 raise ConnectError(f"embedded engine at {key[0]}: {first_line(str(e))}") from None
+            # the defaults, read before anything is SET: the session is shared by every
+            # target on this path in the process, and a SET outlives the target that made it
+            text = session.text("SELECT name, value FROM system.settings FORMAT TabSeparated")
+            session.defaults = dict(line.split("\t", 1) for line in text.splitlines())
+            _SESSIONS[key] = session
         return _SESSIONS[key]
 
     @property
@@ -115,10 +120,8 @@ class EmbeddedTarget(Target):
         try:
             session = self.session
             version = session.text("SELECT version() FORMAT TabSeparated").strip()
-            rows = self.query_rows("SELECT name, value FROM system.settings")
         except QueryError as e:
             raise ConnectError(f"embedded engine at {self.path or ':memory:'}: {e.message}") from None
-        session.defaults = {r[0]: r[1] for r in rows}
         info = ServerInfo(version=version, settings=dict(session.defaults))
         info.notes.append("embedded: server_ms is chDB's own elapsed time; no system.query_log")
         self.info = info
@@ -140,8 +143,6 @@ class EmbeddedTarget(Target):
 
     def statement(self, sql: str, settings: dict[str, str]) -> None:
         admin = self._open("admin")
-        if not admin.defaults:
-            admin.defaults = dict(self.session.defaults)
         admin.apply({k: v for k, v in settings.items() if k != "readonly"})
         admin.raw(sql)
 
