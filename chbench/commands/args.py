@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from chbench.errors import EXIT_USAGE
+from chbench.targets.url import SCHEMES
 
 
 class Parser(argparse.ArgumentParser):
@@ -113,8 +114,7 @@ def flag_value(text: str) -> int:
 
 # -- shared flag groups -----------------------------------------------------------------
 
-TARGET_HELP = ("embedded[:/dir] (default), http(s)://[user@]host[:port], clickhouse(s)://[user@]host[:port]"
-               " (repeatable)")
+TARGET_HELP = f"{SCHEMES} (repeatable; default: the embedded engine)"
 PASSWORD_HELP = "password: CLICKHOUSE_PASSWORD or --password-file FILE (never put it in the URL)"
 
 

@@ -17,6 +17,7 @@ from chbench.commands.args import (
     positive_int,
     setting,
 )
+from chbench.targets.url import SCHEMES
 
 if TYPE_CHECKING:
     from chbench.plan import Plan
@@ -46,8 +47,7 @@ exit codes: 0 ok, 1 some query failed, 2 bad input, 3 server lost (results kept)
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from chbench.workload import AUTO, FORMATS
 
-    add_connection(p, target_help="embedded[:/dir] (default), http(s)://[user@]host[:port], "
-                                  "clickhouse(s)://[user@]host[:port]; give two for a side-by-side run")
+    add_connection(p, target_help=f"{SCHEMES}; give two for a side-by-side run (default: the embedded engine)")
     w = p.add_argument_group("what is run")
     w.add_argument("--queries", metavar="FILE", help="SQL script (';'-separated, '-- name: NAME') or one query per "
                                                      "line; '-' reads stdin")

@@ -17,6 +17,11 @@ CHECKSUMS = ("Checksums: order-independent over rows, floats to 9 significant di
              "are listed, not failed. See docs/clickbench.md.")
 
 
+
+def _query_column() -> Column:
+    """The ClickBench query number, left-aligned like the text it stands for."""
+    return Column("query", "d", align="left")
+
 def _label(s: dict[str, Any]) -> str:
     return f"{s['system']} ({s['machine']})" if s["machine"] else s["system"]
 
@@ -36,7 +41,7 @@ def scores_section(doc: dict[str, Any], charts: bool = True) -> Section:
         scores.add(label, s["cold"], s["hot"], s["combined"], s["load_time"],
                    None if s["data_size"] is None else s["data_size"] / 1e9, s["failed_tries"],
                    key=("data-entry", label))
-    columns = [Column("query", "d")]
+    columns = [_query_column()]
     for label in labels:
         columns += [Column(f"{label} cold s", ".3f"), Column(f"{label} hot s", ".3f"),
                     Column(f"{label} hot ratio", ".2f")]
@@ -83,7 +88,7 @@ def run_section(doc: ClickBenchRunDocument) -> Section:
 
 def _tries_table(doc: ClickBenchRunDocument) -> Table:
     n = doc.tries or 3
-    table = Table([Column("query", "d"), *(Column(f"try {i + 1} s", ".3f") for i in range(n)),
+    table = Table([_query_column(), *(Column(f"try {i + 1} s", ".3f") for i in range(n)),
                    Column("rows", "d"), Column("checksum", align="left"), Column("mode", align="left"),
                    Column("notes", align="left")])
     for q in doc.queries:
@@ -98,7 +103,7 @@ def _tries_table(doc: ClickBenchRunDocument) -> Table:
 def phase_table(p: dict[str, Any], name: str | None = None) -> Table:
     title = (f"{name or p['phase']}: {p['queries_ok']} queries in {p['seconds']:.1f} s = {p['qps']:.3f} QPS, "
              f"error ratio {p['error_ratio']:.3f}")
-    table = Table([Column("query", "d"), Column("ok", "d"), Column("errors", "d"), Column("p50 ms", ".1f"),
+    table = Table([_query_column(), Column("ok", "d"), Column("errors", "d"), Column("p50 ms", ".1f"),
                    Column("p90 ms", ".1f"), Column("p99 ms", ".1f"), Column("error", align="left")], title=title)
     for q in p["per_query"]:
         table.add(_query(q["query"]), q["ok"], q["errors"], q["p50"], q["p90"], q["p99"], (q["error"] or "")[:80])
@@ -117,7 +122,7 @@ def stress_section(doc: StressDocument) -> Section:
             Text(f"queries + ingest: {b['qps']:.3f} QPS, error ratio {b['error_ratio']:.3f}", "summary"),
             Text(f"ingest: {ing['rows']:,} rows in {ing['seconds']:.1f} s = {ing['rows_per_s']:,.0f} rows/s "
                  f"({ing['method']})" + (f"; writer stopped: {ing['error']}" if ing["error"] else ""), "summary")]
-        table = Table([Column("query", "d"), Column("p50 ms without", ".1f"), Column("p50 ms with", ".1f"),
+        table = Table([_query_column(), Column("p50 ms without", ".1f"), Column("p50 ms with", ".1f"),
                        Column("ratio", ".2f")], title="p50 per query, without and with the writer")
         for q in m["p50_by_query"]:
             table.add(_query(q["query"]), q["p50_ms_without"], q["p50_ms_with"], q["ratio"])

@@ -133,7 +133,24 @@ class Runner:
         states = self._states()
         if self.plan.calibration:
             self.doc.calibration = [Calibration(target=s.id, sql=CALIBRATION_SQL) for s in self.plan.sides]
-        self.writer.checkpoint(force=True)
+        with self.writer:  # any other error still finishes the file ("failed")
+            try:
+                stop = self._measure(states)
+            finally:
+                self._teardown()  # whatever ended the run
+            if stop is not None:
+                self.writer.finish(stop[0], stop[2])
+                return RunOutcome(self.doc, stop[1], stop[2])
+            self.writer.finish("complete")
+        failed = [st.name for st in states if st.entry.errors]
+        problems = [f"side {sid}: set-up failed: {why}" for sid, why in self.failed_sides.items()]
+        if failed:
+            problems.append(f"{len(failed)} quer{'y' if len(failed) == 1 else 'ies'} failed: "
+                            + ", ".join(failed[:5]) + (" …" if len(failed) > 5 else ""))
+        return RunOutcome(self.doc, EXIT_FINDING, "; ".join(problems)) if problems else RunOutcome(self.doc, EXIT_OK)
+
+    def _measure(self, states: list[QueryState]) -> tuple[str, int, str] | None:
+        """Set-up, warm-up, rounds, server metrics; (status, exit code, why) if stopped early."""
         try:
             self._setup(states)
             self.progress.start(states, self.plan)
@@ -145,22 +162,10 @@ class Runner:
             if self.plan.server_metrics:
                 self._server_metrics()
         except KeyboardInterrupt:
-            return self._stop("interrupted", EXIT_INTERRUPTED, "interrupted")
+            return "interrupted", EXIT_INTERRUPTED, "interrupted"
         except ServerLost as e:
-            return self._stop("server_lost", EXIT_SERVER_LOST, str(e))
-        finally:
-            self._teardown()
-        self.writer.finish("complete")
-        failed = [st.name for st in states if st.entry.errors]
-        problems = [f"side {sid}: set-up failed: {why}" for sid, why in self.failed_sides.items()]
-        if failed:
-            problems.append(f"{len(failed)} quer{'y' if len(failed) == 1 else 'ies'} failed: "
-                            + ", ".join(failed[:5]) + (" …" if len(failed) > 5 else ""))
-        return RunOutcome(self.doc, EXIT_FINDING, "; ".join(problems)) if problems else RunOutcome(self.doc, EXIT_OK)
-
-    def _stop(self, status: str, code: int, message: str) -> RunOutcome:
-        self.writer.finish(status, message)
-        return RunOutcome(self.doc, code, message)
+            return "server_lost", EXIT_SERVER_LOST, str(e)
+        return None
 
     # -- set-up and tear-down --------------------------------------------------------------
     def _groups(self, which: str) -> list[tuple[Target, list[str], list[SidePlan]]]:
