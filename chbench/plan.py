@@ -42,6 +42,8 @@ class Plan:
     interleave: bool = True
     server_metrics: bool = False
     calibration: bool = True
+    sessions: int = 1  # measured sessions in one file (fresh connections, a pause between)
+    session_gap: float = 5.0  # seconds between sessions
     max_threads: int | None = None
 
     @property
@@ -63,4 +65,4 @@ class Plan:
                 "min_runs": self.min_runs, "target_precision": self.target_precision,
                 "max_time_per_query": self.max_time_per_query, "timeout": self.timeout,
                 "keep_format": self.keep_format, "allow_writes": self.allow_writes, "interleave": self.interleave,
-                "server_metrics": self.server_metrics}
+                "server_metrics": self.server_metrics, "sessions": self.sessions, "session_gap": self.session_gap}

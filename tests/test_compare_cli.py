@@ -55,8 +55,66 @@ def test_separate_files_report_machine_drift_guard(files):
     r = run_cli("compare", str(files["a"]), str(files["b"]), "--format", "json")
     assert r.code == 1, r.stderr
     doc = r.json()
-    assert doc["summary"]["machine"] is not None and "calibration_ratio" in doc["summary"]["machine"]
+    m = doc["summary"]["machine"]
+    assert m is not None and "calibration_ratio" in m
+    assert m["busier"] in ("A", "B", None) and isinstance(m["differences"], list)
+    for side in ("a", "b"):  # both runs' probe readings, summarized
+        assert {"others_share", "busy", "steal", "iowait", "load1", "readings"} <= set(m["probes"][side]["client"])
+    assert "shift" in doc["summary"]
     assert {q["name"]: q["verdict"] for q in doc["queries"]}["hash"] == "slower"
+
+
+def _drifted_pair(template: Path, d: Path, shift: float, b_busier: bool) -> tuple[Path, Path]:
+    """Two run files of six queries made from a real file's header: B's times are A's
+    times ``shift``; B's machine probes busier or not (scripted readings)."""
+    import numpy as np
+
+    base = json.loads(template.read_text())
+    rng = np.random.default_rng(5)
+    out = []
+    for side, factor in (("a", 1.0), ("b", shift)):
+        doc = json.loads(json.dumps(base))
+        doc["queries"] = []
+        for i in range(6):
+            times = 100 * (1 + i / 5) * factor * rng.lognormal(0, 0.01, 20)
+            doc["queries"].append({"name": f"q{i}", "sql": f"SELECT {i}", "sql_sent": f"SELECT {i}", "target": "A",
+                                   "sides": {}, "errors": 0,
+                                   "samples": [{"query_id": f"q{i}-{r}", "client_ms": float(t), "target": "A",
+                                                "round": r, "warmup": False} for r, t in enumerate(times)]})
+        doc["calibration"] = []
+        others = 0.4 if side == "b" and b_busier else 0.01
+        doc["machine"] = {"client": [{"round": r, "others_cores": others, "cpus": 2, "busy": 0.5, "steal": 0.0,
+                                      "iowait": 0.0, "load1": 1.0} for r in range(20)], "servers": {}, "notes": []}
+        path = d / f"drift-{side}-{shift}-{b_busier}.json"
+        path.write_text(json.dumps(doc))
+        out.append(path)
+    return out[0], out[1]
+
+
+def test_uniform_shift_explained_by_a_busier_machine_is_a_warning_exit_0(files, tmp_path):
+    a, b = _drifted_pair(files["a"], tmp_path, 1.12, b_busier=True)
+    r = run_cli("compare", str(a), str(b), "--format", "json")
+    assert r.code == 0, r.stderr
+    assert "warning:" in r.stderr and "machine, not engine" in r.stderr
+    doc = r.json()
+    s = doc["summary"]
+    assert s["machine"]["busier"] == "B" and s["machine"]["probes"]["b"]["client"]["others_share"] == 0.2
+    assert s["shift"]["explained_by_machine"] is True and s["shift"]["queries_sharing"] == 6
+    lo, hi = s["shift"]["ci"]
+    assert lo < s["shift"]["ratio"] < hi and 1.09 < s["shift"]["ratio"] < 1.15
+    assert [q["verdict"] for q in doc["queries"]] == ["no change"] * 6
+    md = run_cli("compare", str(a), str(b), "--format", "markdown").stdout
+    assert "machine busier during B: other processes' CPU 0% vs 20%" in md
+    assert "Machine state during each run" in md
+
+
+def test_uniform_shift_the_probes_do_not_explain_is_slower_exit_1(files, tmp_path):
+    a, b = _drifted_pair(files["a"], tmp_path, 1.12, b_busier=False)
+    r = run_cli("compare", str(a), str(b), "--format", "json")
+    assert r.code == 1, r.stderr
+    s = r.json()["summary"]
+    assert s["machine"]["busier"] is None and s["shift"]["finding"] == "slower"
+    assert s["shift"]["explained_by_machine"] is False
 
 
 def test_fail_on_and_formats(files):

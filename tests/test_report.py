@@ -88,7 +88,10 @@ def test_comparison_report_in_chromium_matches_compare_json(files, browser, tmp_
     assert "forest" in plots
     assert sum(p.startswith("dist-") for p in plots) == 3 + 3 * 2  # both sides per query, then each run's own
     assert sum(p.startswith("order-") for p in plots) == 9
-    assert browser.js("return document.querySelectorAll('[data-section=comparison] table.sortable').length") == 1
+    # the verdict table, then both runs' machine state
+    assert browser.js("return document.querySelectorAll('[data-section=comparison] table.sortable').length") == 2
+    assert "Machine state during each run" in browser.js(
+        "return document.querySelector('[data-section=comparison]').innerText")
     # every number shown equals what `chbench compare --format json` prints
     cmp_json = run_cli("compare", str(files["before"]), str(files["after"]), "--format", "json", "--fail-on",
                        "never").json()
@@ -102,12 +105,12 @@ def test_comparison_report_in_chromium_matches_compare_json(files, browser, tmp_
     assert f'data-geomean="{cmp_json["summary"]["geomean"]["ratio"]!r}"' in html
     # the table sorts and filters in the browser
     browser.js("document.querySelectorAll('[data-section=comparison] th')[4].click()")
-    shown = browser.js("return Array.from(document.querySelectorAll('[data-section=comparison] tbody tr'))"
-                       ".map(r => +r.cells[4].dataset.value)")
+    first = "document.querySelector('[data-section=comparison] table.sortable')"
+    shown = browser.js(f"return Array.from({first}.querySelectorAll('tbody tr')).map(r => +r.cells[4].dataset.value)")
     assert shown == sorted(shown)
     browser.js("var f = document.querySelector('[data-section=comparison] input.filter'); f.value = 'strings';"
                "f.dispatchEvent(new Event('input'))")
-    visible = browser.js("return Array.from(document.querySelectorAll('[data-section=comparison] tbody tr'))"
+    visible = browser.js(f"return Array.from({first}.querySelectorAll('tbody tr'))"
                          ".filter(r => r.style.display !== 'none').map(r => r.dataset.query)")
     assert visible == ["strings"]
     md = md_path.read_text()

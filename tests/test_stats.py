@@ -122,7 +122,9 @@ def test_drift_and_bimodal_detection():
     assert not bimodal(steady)
 
 
-def test_machine_change_widens_verdicts():
+def test_calibration_change_explains_a_common_shift_in_files_without_probes():
+    """Files without machine probes: the calibration query moving the same way as every
+    query explains the common shift, which is taken out of the verdicts."""
     rng = np.random.default_rng(7)
     cal_a = list(20 * rng.lognormal(0, 0.01, 30))
     cal_b = list(20 * 1.08 * rng.lognormal(0, 0.01, 30))
@@ -132,7 +134,22 @@ def test_machine_change_widens_verdicts():
     plain = compare_queries(list(a), a, b, Options())
     guarded = compare_queries(list(a), a, b, Options(), machine=m)
     assert verdicts(plain).count("slower") == 5
-    assert verdicts(guarded).count("slower") == 0
+    assert plain["summary"]["shift"]["finding"] == "slower"  # unexplained: a global finding
+    assert verdicts(guarded) == ["no change"] * 5
+    shift = guarded["summary"]["shift"]
+    assert shift["explained_by_machine"] and shift["explained_by"] == "calibration query"
+    assert shift["finding"] is None and shift["ci"][0] < 1.08 < shift["ci"][1]
+    assert all(q["vs_one"]["verdict"] == "slower" for q in guarded["queries"])
+
+
+def test_calibration_change_widens_intervals_when_no_common_shift_can_be_measured():
+    rng = np.random.default_rng(7)
+    m = machine_change(list(20 * rng.lognormal(0, 0.01, 30)), list(20 * 1.08 * rng.lognormal(0, 0.01, 30)))
+    a, b = sides(rng, 3, 1.08, n=30, cv=0.01)  # three queries: too few for a common shift
+    plain = compare_queries(list(a), a, b, Options())
+    guarded = compare_queries(list(a), a, b, Options(), machine=m)
+    assert guarded["summary"]["shift"] is None
+    assert verdicts(plain).count("slower") == 3 and verdicts(guarded).count("slower") == 0
     assert guarded["queries"][0]["ci"][0] < plain["queries"][0]["ci"][0]
 
 

@@ -19,14 +19,18 @@ examples:
   chbench compare before.json after.json --format markdown > report.md
   chbench compare old-script.json new-script.json   upgrade-script or clickhouse-benchmark JSON
   chbench compare a.json b.json --threshold 10 --fail-on unstable
+  chbench compare before1.json before2.json --vs after.json   several files (sessions) per side
 
 verdicts: slower, faster, no change, unstable, only in A, only in B, failed
-exit codes: 0 no query slower, 1 some query slower (see --fail-on), 2 bad input
+exit codes: 0 no query slower, 1 some query slower or all slower together beyond what the
+machine explains (see --fail-on), 2 bad input
 """
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--vs", nargs="+", metavar="FILE",
+                   help="several files per side: FILE… are side A, these side B (each file one or more sessions)")
     add_statistics(p)
     add_format(p, ["console", "markdown", "json", "csv", "html"])
     p.add_argument("--fail-on", choices=["slower", "unstable", "never"], default="slower",
@@ -39,9 +43,10 @@ def run(args: argparse.Namespace) -> int:
     from chbench.export import get_exporter
     from chbench.export.sections import Report
     from chbench.report.comparison import comparison_section
+    from chbench.ui import say
 
     exporter = get_exporter(args.format)
-    cmp = build_comparison(args.files, compare_options(args))
+    cmp = build_comparison(args.files, compare_options(args), vs=args.vs)
     section = comparison_section(cmp, charts=args.format == "html")
     section.title = f"chbench compare: {cmp.doc['a_label']} → {cmp.doc['b_label']}"
     text = exporter.render(Report("", [section], args.files, data=cmp.doc))
@@ -49,8 +54,13 @@ def run(args: argparse.Namespace) -> int:
         Path(args.output).write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
-    verdicts = cmp.doc["summary"]["verdicts"]
+    summary = cmp.doc["summary"]
+    shift = summary.get("shift")
+    if shift and shift["explained_by_machine"] and shift["verdict"] != "no change":
+        say()(f"warning: {shift['why']}")  # the machine's drift, not a regression
+    verdicts = summary["verdicts"]
     if args.fail_on == "never":
         return EXIT_OK
     failing = verdicts.get("slower", 0) + (verdicts.get("unstable", 0) if args.fail_on == "unstable" else 0)
+    failing += 1 if shift and shift["finding"] == "slower" else 0  # all queries slower together: the engine's
     return EXIT_FINDING if failing else EXIT_OK

@@ -33,6 +33,8 @@ examples:
   chbench run --target http://old:8123 --target http://new:8123 --out ab.json   side by side
   chbench run --setting-b max_threads=1 --out threads.json    settings A/B on one target
   chbench run --scale-b 1.1 --iterations 15 --out scale.json
+  chbench run --target http://db:8123 --sessions 3 --out before.json   in-place upgrade: 3 sessions before,
+                                                     3 after, then: chbench compare before.json --vs after.json
   echo 'SELECT count() FROM numbers(1e8)' | chbench run --queries - --out one.json
 
 query files: '-- name: N' names the next statement, '-- settings: a=1, b=2' gives it its own
@@ -73,6 +75,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--no-interleave", action="store_true", help="all runs of a query before the next one")
     r.add_argument("--server-metrics", action="store_true", help="fetch query_log metrics for every sample")
     r.add_argument("--no-calibration", action="store_true", help="skip the drift-guard calibration query")
+    r.add_argument("--sessions", type=positive_int, default=1, metavar="N",
+                   help="N measured sessions in one file, each on fresh connections with a pause between: "
+                        "compare then measures the between-run spread instead of guessing it (default 1)")
+    r.add_argument("--session-gap", type=float, default=5.0, metavar="S",
+                   help="seconds between sessions (default 5)")
     r.add_argument("--out", metavar="FILE", help="results file (default: chbench-<time>.json)")
     add_quiet(r)
 
@@ -116,7 +123,8 @@ def build_plan(args: argparse.Namespace) -> Plan:
     return Plan(sides=sides, warmup=args.warmup, iterations=args.iterations, min_runs=args.min_runs,
                 target_precision=args.precision, max_time_per_query=args.max_time_per_query, timeout=args.timeout,
                 keep_format=args.keep_format, allow_writes=args.allow_writes, interleave=not args.no_interleave,
-                server_metrics=args.server_metrics, calibration=not args.no_calibration, max_threads=args.max_threads)
+                server_metrics=args.server_metrics, calibration=not args.no_calibration, max_threads=args.max_threads,
+                sessions=args.sessions, session_gap=max(0.0, args.session_gap))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chbench.compare.sides import Side, Sides, sides_of
+from chbench.compare.sides import Side, Sides, merge_sides, sides_of
 from chbench.errors import UsageError
 from chbench.results import open_results
 from chbench.stats.compare import Options, compare_queries, machine_change
+from chbench.stats.machine import describe, difference, summarize
 
 
 @dataclass
@@ -72,6 +73,24 @@ def _pick(files: list[str], metric: str) -> tuple[Side, Side, list[Sides], list[
     return a, b, [la, lb], notes
 
 
+def _pick_many(files: list[str], vs: list[str], metric: str) -> tuple[Side, Side, list[Sides], list[str]]:
+    """Side A from ``files``, side B from ``vs``: each file one or more sessions of its side."""
+    notes: list[str] = []
+    sides = []
+    loaded = []
+    for group in (files, vs):
+        runs = [load_sides(f, metric) for f in group]
+        for f in runs:
+            if f.format != "chbench":
+                raise UsageError(f"{f.path}: several files per side take chbench run files only")
+            if len(f.sides) > 1:
+                notes.append(f"{f.path} holds {len(f.sides)} sides; its first ({f.sides[0].label}) is used")
+        names = ", ".join(Path(f).name for f in group)
+        sides.append(merge_sides([f.sides[0] for f in runs], f"{names} ({runs[0].sides[0].label.split(': ', 1)[-1]})"))
+        loaded += runs
+    return sides[0], sides[1], loaded, notes
+
+
 def _notes(loaded: list[Sides], separate: bool, machine: dict[str, Any] | None) -> list[str]:
     notes = []
     formats = [f.format for f in loaded]
@@ -85,29 +104,65 @@ def _notes(loaded: list[Sides], separate: bool, machine: dict[str, Any] | None) 
         notes.append("a file holds summary numbers only (no raw samples): its verdicts are weaker, from "
                      "percentile ranges rather than a statistical test")
     if separate and machine is None:
-        if formats == ["chbench", "chbench"]:
+        if all(f == "chbench" for f in formats):
             notes.append("no calibration samples: the machine's own drift between the runs is unknown")
         notes.append("separate runs: drift of the machine between them cannot be told from a change; "
                      "a side-by-side run (two --target, or --setting-b/--scale-b) is more trustworthy")
     return notes
 
 
-def build_comparison(files: list[str], opts: CompareOptions | None = None) -> Comparison:
-    """The comparison of one side-by-side file or two files."""
+def machine_state(a: Side, b: Side) -> dict[str, Any] | None:
+    """Both runs' machine state side by side: the probes' summaries and which run was
+    busier, and the calibration query's change (the drift guard) where recorded."""
+    cal = machine_change(a.calibration, b.calibration)
+    probes = None
+    diff: dict[str, Any] = {"busier": None, "material": False, "differences": []}
+    if a.machine and b.machine:
+        probes = {"a": {k: summarize(v) for k, v in a.machine.items()},
+                  "b": {k: summarize(v) for k, v in b.machine.items()}}
+        diff = difference(probes["a"], probes["b"])
+    if cal is None and probes is None:
+        return None
+    out: dict[str, Any] = {**diff, "probes": probes,
+                           "description": describe(diff) if probes else "no machine probes in these files"}
+    if cal is not None:
+        out.update(cal)
+        out["material"] = diff["material"] or cal["calibration_material"]
+    return out
+
+
+def _between_run_note(a: Side, b_queries: dict[str, Any], factor: float) -> str:
+    """Where the allowance for separate runs came from: measured or the fallback factor."""
+    na = max((len(d.sessions) for d in a.queries.values()), default=0) or 1
+    nb = max((len(d.sessions) for d in b_queries.values()), default=0) or 1
+    if na > 1 or nb > 1:
+        return (f"between-run spread measured from {na} session(s) of A and {nb} of B (each query's session "
+                "medians)")
+    return (f"one session per side: the between-run spread is guessed as {factor:g} × each query's run-to-run "
+            "spread (--between-run-factor); run with --sessions 3 (or give several files per side) to measure it")
+
+
+def build_comparison(files: list[str], opts: CompareOptions | None = None,
+                     vs: list[str] | None = None) -> Comparison:
+    """The comparison of one side-by-side file, two files, or ``files`` against ``vs``
+    (several files per side)."""
     opts = opts or CompareOptions()
-    a, b, loaded, notes = _pick(files, opts.metric)
-    separate = len(loaded) == 2
+    a, b, loaded, notes = _pick_many(files, vs, opts.metric) if vs else _pick(files, opts.metric)
+    separate = len(loaded) >= 2
     names, rename = match_names(a, b)
     b_queries = {rename.get(n, n): d for n, d in b.queries.items()}
     if not set(a.queries) & set(b_queries):
         raise UsageError("the results have no query in common (matched by name, then by SQL)")
-    machine = machine_change(a.calibration, b.calibration) if separate else None
+    machine = machine_state(a, b) if separate else None
     stats = Options(threshold=opts.threshold, alpha=opts.alpha, correction=opts.correction)
-    if separate and [f.format for f in loaded] == ["chbench", "chbench"]:
+    if separate and all(f.format == "chbench" for f in loaded):
         stats.between_run = opts.between_run_factor
+        notes.append(_between_run_note(a, b_queries, opts.between_run_factor))
     doc = compare_queries(names, a.queries, b_queries, stats, machine)
     doc["a_label"], doc["b_label"] = a.label, b.label
     doc["files"] = files
+    if vs:
+        doc["vs"] = vs
     doc["metric"] = opts.metric
     doc["notes"] = notes + _notes(loaded, separate, machine)
     return Comparison(doc, a, b)

@@ -26,6 +26,8 @@ class Side:
     queries: dict[str, SideData] = field(default_factory=dict)  # name -> data, in file order
     calibration: list[float] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    # machine-state readings during this side's run: {"client": [...], "server": [...]}
+    machine: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -62,6 +64,7 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
             if not per and q.sides and sid not in q.sides:
                 continue
             data = SideData(sql=q.sql_sent_by(sid))
+            by_session: dict[int, list[float]] = {}
             for s in per:
                 if s.error:
                     data.errors += 1
@@ -72,11 +75,18 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
                     missing += 1
                     continue
                 data.times.append(float(value))
+                by_session.setdefault(s.session or 0, []).append(float(value))
                 if s.client_ms is not None:
                     data.client_times.append(float(s.client_ms))
                 if s.server_ms is not None:
                     data.server_times.append(float(s.server_ms))
+            if len(by_session) > 1:
+                data.sessions = [by_session[k] for k in sorted(by_session)]
             sides[sid].queries[q.name] = data
+    for sid, side in sides.items():
+        readings = {"client": doc.machine.get("client") or [],
+                    "server": (doc.machine.get("servers") or {}).get(sid) or []}
+        side.machine = {k: v for k, v in readings.items() if v}
     for c in doc.calibration:
         if c.target in sides:
             sides[c.target].calibration = [float(s.client_ms) for s in c.samples
@@ -85,6 +95,28 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
         raise UsageError(f"{path}: no {metric} recorded (server timing needs the HTTP summary header, native "
                          "progress packets or a run with --server-metrics)")
     return list(sides.values())
+
+
+def merge_sides(parts: list[Side], label: str) -> Side:
+    """Several runs of one side (files of separate sessions) as one side: every sample
+    kept, each file's sessions (a file without them: one session) kept apart."""
+    side = Side(label=label, meta=parts[0].meta)
+    for part in parts:
+        for name, d in part.queries.items():
+            m = side.queries.setdefault(name, SideData(sql=d.sql))
+            m.times += d.times
+            m.client_times += d.client_times
+            m.server_times += d.server_times
+            m.errors += d.errors
+            m.error_sample = m.error_sample or d.error_sample
+            m.sessions += d.sessions or ([list(d.times)] if d.times else [])
+        side.calibration += part.calibration
+        for k, readings in part.machine.items():
+            side.machine.setdefault(k, []).extend(readings)
+    for d in side.queries.values():
+        if len(d.sessions) < 2:
+            d.sessions = []
+    return side
 
 
 def _load_sides(path: str, doc: LoadDocument, metric: str) -> list[Side]:

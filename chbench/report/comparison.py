@@ -24,7 +24,9 @@ COLUMNS = [
 
 
 def notes_of(row: dict[str, Any]) -> str:
-    return "; ".join(list(row.get("reasons") or []) + list(row.get("flags") or []))
+    """Why the verdict (its evidence), then the flags."""
+    why = [row["why"]] if row.get("why") else list(row.get("reasons") or [])
+    return "; ".join(why + list(row.get("flags") or []))
 
 
 def verdict_table(doc: dict[str, Any]) -> Table:
@@ -50,16 +52,62 @@ def summary(doc: dict[str, Any]) -> list[Text]:
     t = s["total_median_ms"]
     if t["ratio"] is not None:
         out.append(Text(f"TOTAL of medians: A {t['a']:.1f} ms, B {t['b']:.1f} ms ({change(t['ratio'])})", "summary"))
-    m = s.get("machine")
-    if m:
-        word = "materially" if m["material"] else "not materially"
-        out.append(Text(f"Machine drift between the runs (calibration query): {change(m['calibration_ratio'])} "
-                        f"{interval(m['ci'])}: {word}" + (", intervals widened accordingly" if m["material"] else ""),
-                        "summary"))
+    out += machine_lines(s.get("machine"), s.get("shift"))
     out += [Text(f"Note: {note}", "summary") for note in doc.get("notes", [])]
     out.append(Text(f"Threshold ±{s['threshold']:.0%}, alpha {s['alpha']} with {s['correction']} correction "
                     "across queries.", "summary"))
     return out
+
+
+def machine_lines(m: dict[str, Any] | None, shift: dict[str, Any] | None) -> list[Text]:
+    """What the machine did during each run, what was decided from it, and why."""
+    out = []
+    if m:
+        out.append(Text(f"Machine: {m['description']}", "summary"))
+        if "calibration_ratio" in m:
+            cal = (f"Calibration query between the runs: {change(m['calibration_ratio'])} {interval(m['ci'])}, "
+                   f"p {m['p_value']:.2g}: ")
+            if not m["calibration_material"]:
+                cal += "not material (needs p < 0.01 and beyond ±2%)"
+            elif shift is not None:
+                cal += "material; a common shift was measured instead of widening intervals"
+            else:
+                cal += "material: intervals widened by it"
+            out.append(Text(cal, "summary"))
+    if shift is not None:
+        word = "Warning" if shift["explained_by_machine"] and shift["verdict"] != "no change" else "Common shift"
+        out.append(Text(f"{word}: {shift['why']}", "summary",
+                        {"data-shift": repr(shift["ratio"])}))
+    return out
+
+
+PROBE_ROWS = [
+    ("client", "others_share", "client: other processes' CPU (share of all CPUs)", ".1%"),
+    ("client", "busy", "client: CPU busy", ".1%"),
+    ("client", "steal", "client: steal", ".1%"),
+    ("client", "iowait", "client: iowait", ".1%"),
+    ("client", "load1", "client: load average (1 min)", ".2f"),
+    ("client", "freq_mhz", "client: CPU MHz", ".0f"),
+    ("server", "busy", "server: CPU busy (user + system)", ".1%"),
+    ("server", "steal", "server: steal", ".1%"),
+    ("server", "iowait", "server: iowait", ".1%"),
+    ("server", "load1", "server: load average (1 min)", ".2f"),
+]
+
+
+def machine_table(m: dict[str, Any] | None) -> Table | None:
+    """Both runs' machine state, side by side (medians over their rounds)."""
+    probes = (m or {}).get("probes")
+    if not probes:
+        return None
+    t = Table([Column("machine probe", align="left", key="probe"), Column("A", ".4g", key="a"),
+               Column("B", ".4g", key="b")], title="Machine state during each run (median over rounds)")
+    for where, k, label, fmt in PROBE_ROWS:
+        va, vb = (probes["a"].get(where) or {}).get(k), (probes["b"].get(where) or {}).get(k)
+        if va is None and vb is None:
+            continue
+        t.add(label, *(None if v is None else Cell(v, text=format(v, fmt)) for v in (va, vb)))
+    return t
 
 
 def per_query_charts(cmp: Comparison) -> list[Details]:
@@ -83,6 +131,9 @@ def comparison_section(cmp: Comparison, charts: bool = True) -> Section:
     doc = cmp.doc
     blocks: list[Any] = [Text(f"A = {doc.get('a_label', 'A')}"), Text(f"B = {doc.get('b_label', 'B')}"),
                          verdict_table(doc), *summary(doc)]
+    probes = machine_table(doc["summary"].get("machine"))
+    if probes is not None:
+        blocks.append(probes)
     if charts:
         blocks.append(Charts([chart("forest", "forest", doc["queries"], doc["summary"]["threshold"])]))
         details = per_query_charts(cmp)

@@ -1,5 +1,5 @@
 """``kind: "run"``: what ``chbench run`` measured — its targets (sides), every query with
-every raw sample, and the drift guard's calibration samples (docs/results-schema.md)."""
+every raw sample, the drift guard's calibration samples and the machine-state readings (docs/results-schema.md)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ class RunSample(Sample):
     started_at: float = 0.0
     server_metrics: dict[str, Any] | None = None  # query_log, with --server-metrics
     server_ms_source: str | None = None  # "query_log" when server_ms came from there
+    session: int | None = None  # which session of a --sessions run (absent: one session)
 
     @classmethod
     def of(cls, s: Sample, target: str, round_no: int, warmup: bool, started_at: float) -> RunSample:
@@ -32,11 +33,12 @@ class RunSample(Sample):
                    started_at=started_at)
 
     def to_json(self) -> dict[str, Any]:
-        return {**{k: getattr(self, k) for k in _SAMPLE_FIELDS}, **present(self, "server_metrics", "server_ms_source")}
+        return {**{k: getattr(self, k) for k in _SAMPLE_FIELDS},
+                **present(self, "server_metrics", "server_ms_source", "session")}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RunSample:
-        return cls(**{k: d[k] for k in (*_SAMPLE_FIELDS, "server_metrics", "server_ms_source") if k in d})
+        return cls(**{k: d[k] for k in (*_SAMPLE_FIELDS, "server_metrics", "server_ms_source", "session") if k in d})
 
     @property
     def ok(self) -> bool:
@@ -126,22 +128,26 @@ class Calibration:
 @dataclass(kw_only=True)
 class RunDocument(Document):
     kind: ClassVar[str] = "run"
-    KEYS: ClassVar[tuple[str, ...]] = ("targets", "queries", "calibration")
+    KEYS: ClassVar[tuple[str, ...]] = ("targets", "queries", "calibration", "machine")
 
     targets: list[RunTarget] = field(default_factory=list)
     queries: list[RunQuery] = field(default_factory=list)
     calibration: list[Calibration] = field(default_factory=list)
+    # machine-state probes, one reading per round: {"client": [...], "servers": {side: [...]},
+    # "notes": [...]} (chbench/machine/probes.py)
+    machine: dict[str, Any] = field(default_factory=dict)
 
     def body(self) -> dict[str, Any]:
         return {"targets": [t.to_json() for t in self.targets], "queries": [q.to_json() for q in self.queries],
-                "calibration": [c.to_json() for c in self.calibration]}
+                "calibration": [c.to_json() for c in self.calibration], "machine": self.machine}
 
     @classmethod
     def parse(cls, d: dict[str, Any]) -> dict[str, Any]:
         targets = d.get("targets") or [{"id": "A", "url": "?"}]
         return {"targets": [RunTarget.from_json(t) for t in targets],
                 "queries": [RunQuery.from_json(q) for q in d["queries"]],
-                "calibration": [Calibration.from_json(c) for c in d.get("calibration") or []]}
+                "calibration": [Calibration.from_json(c) for c in d.get("calibration") or []],
+                "machine": d.get("machine") or {}}
 
     def side_labels(self) -> dict[str, str]:
         return {t.id: t.label or t.url for t in self.targets}

@@ -17,12 +17,24 @@ import contextlib
 import math
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from chbench.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER_LOST, QueryError, ServerLost
+from chbench.errors import (
+    EXIT_FINDING,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SERVER_LOST,
+    ConnectError,
+    QueryError,
+    ServerLost,
+)
+from chbench.machine.recorder import MachineRecorder
 from chbench.plan import Plan, SidePlan
 from chbench.results import Calibration, Meta, ResultsWriter, RunDocument, RunQuery, RunSample, RunTarget
+from chbench.results.environment import now_iso
 from chbench.runner.execute import execute
 from chbench.runner.settings import query_settings, settings_to_send, statement_settings
 from chbench.stats.summary import relative_ci_halfwidth
@@ -72,6 +84,8 @@ class Runner:
         self.failed_sides: dict[str, str] = {}  # side -> why its set-up failed
         self.run_token = uuid.uuid4().hex[:8]
         self.counter = 0
+        self.machine: MachineRecorder  # made when the rounds begin (after set-up)
+        self.session = 0
 
     # -- the results document ------------------------------------------------------------
     def _connect(self) -> None:
@@ -96,13 +110,16 @@ class Runner:
             extra={**described, "workload": side.workload.describe()})
 
     def _states(self) -> list[QueryState]:
+        """Each query's state for a session; its entry in the file is made by the first."""
         states = []
+        entries = {q.name: q for q in self.doc.queries}
         for name in self.plan.query_names():
             sides = [s.id for s in self.plan.sides if s.query(name) is not None]
             first = self.by_id[sides[0]].query(name)
             assert first is not None
-            entry = RunQuery(name=name, sql=first.sql, sql_sent=prepare_sql(first.sql, self.plan.keep_format),
-                             target=sides[0] if len(sides) == 1 else sides, sides={})
+            entry = entries.get(name) or RunQuery(name=name, sql=first.sql,
+                                                  sql_sent=prepare_sql(first.sql, self.plan.keep_format),
+                                                  target=sides[0] if len(sides) == 1 else sides, sides={})
             st = QueryState(name=name, entry=entry, sides=sides)
             for sid in sides:
                 q = self.by_id[sid].query(name)
@@ -113,8 +130,9 @@ class Runner:
                     entry.sides[sid]["settings"] = dict(q.settings)
                 if unknown:
                     entry.sides[sid]["unsupported_settings"] = unknown
-                st.done[sid], st.ok_times[sid], st.errors[sid] = False, [], 0
-            self.doc.queries.append(entry)
+                st.done[sid], st.ok_times[sid], st.errors[sid] = sid in self.failed_sides, [], 0
+            if name not in entries:
+                self.doc.queries.append(entry)
             states.append(st)
         return states
 
@@ -125,7 +143,10 @@ class Runner:
         qid = f"chbench-{self.run_token}-{self.counter}"
         started = time.time()
         s = execute(side.target, sql_sent, settings, qid, self.plan.timeout)
-        return RunSample.of(s, side.id, round_no, warmup, round(started, 3))
+        sample = RunSample.of(s, side.id, round_no, warmup, round(started, 3))
+        if self.plan.sessions > 1:
+            sample.session = self.session
+        return sample
 
     def run(self) -> RunOutcome:
         self._connect()
@@ -133,9 +154,14 @@ class Runner:
         states = self._states()
         if self.plan.calibration:
             self.doc.calibration = [Calibration(target=s.id, sql=CALIBRATION_SQL) for s in self.plan.sides]
+        if self.plan.sessions > 1:
+            self.doc.meta.extra["sessions"] = [{"index": 0, "started_at": now_iso()}]
+            if any(s.target.capabilities.in_process for s in self.plan.sides):
+                self.doc.meta.extra.setdefault("notes", []).append(
+                    "sessions of the in-process engine share its process: separated by the pause, not a restart")
         with self.writer:  # any other error still finishes the file ("failed")
             try:
-                stop = self._measure(states)
+                stop = self._sessions(states)
             finally:
                 self._teardown()  # whatever ended the run
             if stop is not None:
@@ -149,23 +175,58 @@ class Runner:
                             + ", ".join(failed[:5]) + (" …" if len(failed) > 5 else ""))
         return RunOutcome(self.doc, EXIT_FINDING, "; ".join(problems)) if problems else RunOutcome(self.doc, EXIT_OK)
 
-    def _measure(self, states: list[QueryState]) -> tuple[str, int, str] | None:
-        """Set-up, warm-up, rounds, server metrics; (status, exit code, why) if stopped early."""
+    def _sessions(self, states: list[QueryState]) -> tuple[str, int, str] | None:
+        """Every session (one unless --sessions), then the server metrics; (status, exit
+        code, why) if stopped early."""
+        stop = self._measure(states, 0)
+        for k in range(1, self.plan.sessions):
+            if stop is not None:
+                return stop
+            stop = self._guard(partial(self._next_session, k))
+            if stop is None:
+                stop = self._measure(self._states(), k)
+        if stop is None and self.plan.server_metrics:
+            stop = self._guard(self._server_metrics)
+        return stop
+
+    def _guard(self, step: Callable[[], None]) -> tuple[str, int, str] | None:
         try:
-            self._setup(states)
+            step()
+        except KeyboardInterrupt:
+            return "interrupted", EXIT_INTERRUPTED, "interrupted"
+        except ServerLost as e:
+            return "server_lost", EXIT_SERVER_LOST, str(e)
+        return None
+
+    def _measure(self, states: list[QueryState], session: int) -> tuple[str, int, str] | None:
+        """One session: (set-up, the first time), warm-up and rounds."""
+        def body() -> None:
+            if session == 0:
+                self._setup(states)
+                self.machine = MachineRecorder([(s.id, s.target) for s in self.plan.sides], self.doc.machine)
             self.progress.start(states, self.plan)
             try:
                 self._warmup(states)
                 self._rounds(states)
             finally:
                 self.progress.stop()
-            if self.plan.server_metrics:
-                self._server_metrics()
-        except KeyboardInterrupt:
-            return "interrupted", EXIT_INTERRUPTED, "interrupted"
-        except ServerLost as e:
-            return "server_lost", EXIT_SERVER_LOST, str(e)
-        return None
+
+        return self._guard(body)
+
+    def _next_session(self, k: int) -> None:
+        """A pause, then fresh connections to every server target (an in-process engine
+        keeps its process: said in the file)."""
+        time.sleep(self.plan.session_gap)
+        self.session = k
+        for target in {id(s.target): s.target for s in self.plan.sides}.values():
+            if target.capabilities.in_process:
+                continue
+            target.close()
+            try:
+                target.connect()
+            except ConnectError as e:
+                raise ServerLost(f"session {k}: {e}") from None
+        self.doc.meta.extra.setdefault("sessions", []).append({"index": k, "started_at": now_iso()})
 
     # -- set-up and tear-down --------------------------------------------------------------
     def _groups(self, which: str) -> list[tuple[Target, list[str], list[SidePlan]]]:
@@ -275,6 +336,7 @@ class Runner:
             if self.doc.calibration and (few or time.monotonic() - last_calibration >= CALIBRATION_EVERY_S):
                 self._calibrate(round_no)
                 last_calibration = time.monotonic()
+            self.machine.read(round_no, self.session)
             pending = [st for st in pending if not st.finished()]
             round_no += 1
             self.writer.checkpoint()

@@ -38,10 +38,18 @@ class SideData:
     error_sample: str | None = None
     summary: dict[str, float] | None = None  # foreign files without raw samples
     sql: str | None = None
+    sessions: list[list[float]] = field(default_factory=list)  # times per session, when there are several
 
     @property
     def summary_only(self) -> bool:
         return not self.times and self.summary is not None
+
+    def scaled(self, factor: float) -> SideData:
+        """The same runs with every time multiplied by ``factor`` (a shift taken out)."""
+        return SideData(times=[t * factor for t in self.times], server_times=[t * factor for t in self.server_times],
+                        client_times=[t * factor for t in self.client_times], errors=self.errors,
+                        error_sample=self.error_sample, summary=self.summary, sql=self.sql,
+                        sessions=[[t * factor for t in s] for s in self.sessions])
 
     def median(self) -> float | None:
         if self.times:
@@ -117,10 +125,34 @@ def compare_queries(
     opts: Options,
     machine: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The whole comparison, as the JSON document ``compare --format json`` prints."""
-    rng = np.random.default_rng(SEED)
-    # the drift guard widens intervals by the machine's own change between runs
-    widen = float(machine["log_change_bound"]) if machine and machine.get("material") else 0.0
+    """The whole comparison, as the JSON document ``compare --format json`` prints.
+
+    Every query is judged against 1 (no change). When all queries moved together
+    (``stats/shift.py``), each is judged against that common shift too; a shift the
+    machine explains (its probes, ``stats/machine.py``) is taken out of every verdict."""
+    from chbench.stats.shift import apply_shift, common_shift
+
+    # the legacy drift guard: intervals widened by the calibration query's change, where
+    # no common shift can be taken out instead
+    widen = float(machine["log_change_bound"]) if machine and machine.get("log_change_bound") else 0.0
+    rows, boots, tested = _judge(names, side_a, side_b, opts, np.random.default_rng(SEED), 0.0)
+    shift = common_shift(rows, boots, tested, opts.threshold, machine, np.random.default_rng(SEED + 2))
+    if shift is not None:
+        scaled = {n: d.scaled(1.0 / shift["ratio"]) for n, d in side_b.items()}
+        half = (math.log(shift["ci"][1]) - math.log(shift["ci"][0])) / 2
+        against, _, _ = _judge(names, side_a, scaled, opts, np.random.default_rng(SEED), 0.0, half)
+        apply_shift(rows, against, tested, shift)
+    elif widen:
+        rows, boots, tested = _judge(names, side_a, side_b, opts, np.random.default_rng(SEED), widen)
+    summary = _summary(rows, boots, side_a, side_b, names, machine, opts)
+    summary["shift"] = shift
+    return {"queries": rows, "summary": summary}
+
+
+def _judge(names: list[str], side_a: dict[str, SideData], side_b: dict[str, SideData], opts: Options,
+           rng: np.random.Generator, widen: float, extra_half: float = 0.0,
+           ) -> tuple[list[dict[str, Any]], dict[int, np.ndarray], list[int]]:
+    """Each query's row, test and verdict; the bootstraps and which rows were tested."""
     rows: list[dict[str, Any]] = []
     boots: dict[int, np.ndarray] = {}
     tested: list[int] = []
@@ -135,10 +167,10 @@ def compare_queries(
             row["flags"].append("summary numbers only: weaker verdict")
             _summary_verdict(row, a, b, opts.threshold)
             continue
-        boots[len(rows) - 1] = _test(row, a, b, opts, rng, widen)
+        boots[len(rows) - 1] = _test(row, a, b, opts, rng, widen, extra_half)
         tested.append(len(rows) - 1)
     _verdicts(rows, tested, opts, widen)
-    return {"queries": rows, "summary": _summary(rows, boots, side_a, side_b, names, machine, opts)}
+    return rows, boots, tested
 
 
 def _new_row(name: str, a: SideData | None, b: SideData | None) -> dict[str, Any]:
@@ -180,7 +212,7 @@ def _flags(row: dict[str, Any], a: SideData, b: SideData) -> None:
 
 
 def _test(row: dict[str, Any], a: SideData, b: SideData, opts: Options, rng: np.random.Generator,
-          widen: float) -> np.ndarray:
+          widen: float, extra_half: float = 0.0) -> np.ndarray:
     """Interval (bootstrap, widened for separate runs and machine drift), p-value and the
     reasons the runs cannot tell a threshold-sized change; returns the bootstrap."""
     from scipy import stats as sps
@@ -189,21 +221,36 @@ def _test(row: dict[str, Any], a: SideData, b: SideData, opts: Options, rng: np.
     lb = bootstrap_log_ratios(a.times, b.times, rng)
     lo, hi = np.percentile(lb, [2.5, 97.5])
     center = math.log(row["ratio"])
-    if opts.between_run:
+    measured = between_sessions(a, b) if opts.between_run else None
+    if measured is not None:
+        # several sessions per side: the spread of the sessions' medians, measured, with
+        # Student's t for its few degrees of freedom (docs/statistics.md)
+        sb, df = measured
+        half = float(sps.t.ppf(0.975, df)) * sb
+        lo, hi = min(lo, center - half), max(hi, center + half)
+        row["between_run_sd"], row["between_run_from"] = sb, f"{len(a.sessions) or 1}/{len(b.sessions) or 1} sessions"
+        row["between_run_half"] = half
+    elif opts.between_run:
         # separate runs: each run adds its own offset to every query's median, with a
         # spread that grows with the query's run-to-run spread (docs/statistics.md)
         sb = opts.between_run * math.hypot(rel_mad(a.times), rel_mad(b.times))
         lo = center - math.hypot(center - lo, Z95 * sb)
         hi = center + math.hypot(hi - center, Z95 * sb)
-        row["between_run_sd"] = sb
+        row["between_run_sd"], row["between_run_from"] = sb, "factor"
+        row["between_run_half"] = Z95 * sb
+    if extra_half:  # judged against a common shift: its own uncertainty adds
+        lo, hi = center - math.hypot(center - lo, extra_half), center + math.hypot(hi - center, extra_half)
     row["p_value"] = float(sps.mannwhitneyu(a.times, b.times, alternative="two-sided").pvalue)
     lo, hi = lo - widen, hi + widen
     row["ci"] = [float(math.exp(lo)), float(math.exp(hi))]
-    reasons = [f"A: {r}" for r in instability_reasons(a.times, thr, opts.min_runs)]
-    reasons += [f"B: {r}" for r in instability_reasons(b.times, thr, opts.min_runs)]
+    reasons = [f"A: {r}" for r in instability_reasons(_within_sessions(a), thr, opts.min_runs)]
+    reasons += [f"B: {r}" for r in instability_reasons(_within_sessions(b), thr, opts.min_runs)]
     if (hi - lo) / 2 > math.log1p(thr):
         wa, wb = relative_ci_halfwidth(a.times), relative_ci_halfwidth(b.times)
-        extra = f", separate runs ±{Z95 * row['between_run_sd']:.1%}" if "between_run_sd" in row else ""
+        extra = f", separate runs ±{math.expm1(row['between_run_half']):.1%}" if "between_run_half" in row else ""
+        extra += f" measured over {row['between_run_from']}" if row.get("between_run_from", "factor") != "factor" \
+            else ""
+        extra += f", common shift ±{math.expm1(extra_half):.1%}" if extra_half else ""
         reasons.insert(0, f"interval wider than ±{thr:.0%} (median uncertainty A ±{wa:.1%}, B ±{wb:.1%} "
                           f"over {len(a.times)}/{len(b.times)} runs{extra})")
     elif reasons and not any("too few runs" in r for r in reasons) and -math.log1p(thr) < lo < hi < math.log1p(thr):
@@ -212,6 +259,31 @@ def _test(row: dict[str, Any], a: SideData, b: SideData, opts: Options, rng: np.
         reasons = []
     row["reasons"] = reasons
     return lb
+
+
+def between_sessions(a: SideData, b: SideData) -> tuple[float, int] | None:
+    """The spread (sd of log medians) between sessions, pooled over both sides, as the
+    standard error of the difference of the sides' means, with its degrees of freedom;
+    None when neither side has two sessions."""
+    ss, df, n = 0.0, 0, []
+    for side in (a, b):
+        meds = np.log([float(np.median(s)) for s in side.sessions if s]) if len(side.sessions) > 1 else None
+        n.append(len(meds) if meds is not None else 1)
+        if meds is not None:
+            ss += float(np.sum((meds - meds.mean()) ** 2))
+            df += len(meds) - 1
+    if df == 0:
+        return None
+    return math.sqrt(ss / df) * math.sqrt(1 / n[0] + 1 / n[1]), df
+
+
+def _within_sessions(s: SideData) -> list[float]:
+    """The times with each session's offset taken out (scaled to the overall median), so
+    a step between sessions — accounted for by between_sessions — is not read as drift."""
+    if len(s.sessions) < 2:
+        return s.times
+    overall = float(np.median(s.times))
+    return [t * overall / float(np.median(part)) for part in s.sessions for t in part]
 
 
 def _verdicts(rows: list[dict[str, Any]], tested: list[int], opts: Options, widen: float) -> None:
@@ -238,8 +310,23 @@ def _verdicts(rows: list[dict[str, Any]], tested: list[int], opts: Options, wide
             row["verdict"] = "unstable"
         else:
             row["verdict"] = "no change"
+        row["why"] = _why(row, significant, opts, eff_thr)
         if widen and row["verdict"] in ("slower", "faster", "unstable"):
             row["flags"].append("machine itself changed between the runs: verdict qualified")
+
+
+def _why(row: dict[str, Any], significant: bool, opts: Options, thr: float) -> str:
+    """The evidence for this verdict, in one phrase (the change and its interval are
+    in the row already)."""
+    p = f"p adj. {row['p_adjusted']:.2g}"
+    verdict = row["verdict"]
+    if verdict in ("slower", "faster"):
+        return f"{p} < {opts.alpha}, interval excludes 0%, change beyond ±{thr:.0%}"
+    if verdict == "unstable":
+        return "cannot tell a ±{:.0%} change: {}".format(thr, "; ".join(row["reasons"]))
+    if significant:
+        return f"{p}: a real change, within ±{thr:.0%}"
+    return f"not significant ({p} ≥ {opts.alpha}), interval narrow enough to see ±{thr:.0%}"
 
 
 def _summary_verdict(row: dict[str, Any], a: SideData, b: SideData, thr: float) -> None:
@@ -314,5 +401,6 @@ def machine_change(cal_a: list[float], cal_b: list[float], material: float = 0.0
         "p_value": p,
         "log_change_bound": abs(math.log(change)) if is_material else 0.0,
         "material": bool(is_material),
+        "calibration_material": bool(is_material),
         "runs": [len(cal_a), len(cal_b)],
     }

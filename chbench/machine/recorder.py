@@ -1,0 +1,46 @@
+"""Readings of every probe of a run, one per round, into the results document."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from chbench.machine.probes import ClientProbe, ServerProbe
+from chbench.targets import Target
+
+
+class MachineRecorder:
+    """The client host's probe, and one server probe per distinct server target (the
+    embedded engine shares the client host's probe: it runs in this process)."""
+
+    def __init__(self, sides: list[tuple[str, Target]], into: dict[str, Any]) -> None:
+        self.into = into
+        servers: dict[int, tuple[str, Target]] = {}
+        ports = []
+        for sid, target in sides:
+            if target.capabilities.in_process or id(target) in servers:
+                continue
+            servers[id(target)] = (sid, target)
+            if target.is_local():
+                with contextlib.suppress(ValueError):
+                    port = urlsplit(target.url).port
+                    if port:
+                        ports.append(port)
+        self.client = ClientProbe(ports)
+        self.servers = {sid: ServerProbe(t) for sid, t in servers.values()}
+        into.setdefault("client", [])
+        into.setdefault("servers", {sid: [] for sid in self.servers})
+        into.setdefault("notes", list(self.client.notes))
+
+    def read(self, round_no: int, session: int = 0) -> None:
+        """One reading of each probe, after round ``round_no`` (untimed)."""
+        at = {"round": round_no, "session": session, "at": round(time.time(), 3)}
+        self.into["client"].append({**at, **self.client.read()})
+        for sid, probe in self.servers.items():
+            r = probe.read()
+            if r is not None:
+                self.into["servers"][sid].append({**at, **r})
+            elif probe.note and probe.note not in self.into["notes"]:
+                self.into["notes"].append(f"side {sid}: {probe.note}")

@@ -1,0 +1,80 @@
+"""The machine's state during two runs, side by side: which was busier, and by how much.
+
+Each run's probe readings (one per round, chbench/machine/probes.py) are summarized by
+their median; a difference is *material* when it is large enough to move query times by
+a few percent (thresholds below, docs/statistics.md), and the side with the material
+excess is the busier one. Readings that disagree (one side busier by one measure, the
+other by another) name no side."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+# client host: (key, what to call it, material difference, formatted as)
+# others_share is the CPU of other processes as a share of all CPUs: a neighbour keeping
+# one core busy 30% of the time on 2 cores is 0.15; 0.05 is what moved query times here by
+# about 3–5% (bench/drift_bars.py)
+CLIENT = [
+    ("others_share", "other processes' CPU", 0.05, "pct"),
+    ("steal", "steal", 0.02, "pct"),
+    ("iowait", "iowait", 0.05, "pct"),
+]
+SERVER = [
+    ("busy", "server CPU", 0.10, "pct"),
+    ("steal", "server steal", 0.02, "pct"),
+    ("iowait", "server iowait", 0.05, "pct"),
+]
+FREQ_MATERIAL = 0.05  # a CPU frequency 5% lower is a slower machine
+
+
+def summarize(readings: list[dict[str, Any]]) -> dict[str, float]:
+    """Median of each probe value over the run's readings."""
+    out: dict[str, float] = {}
+    skip = ("round", "session", "at")
+    keys = {k for r in readings for k, v in r.items() if isinstance(v, (int, float)) and k not in skip}
+    for k in sorted(keys):
+        vals = [float(r[k]) for r in readings if isinstance(r.get(k), (int, float))]
+        if vals:
+            out[k] = statistics.median(vals)
+    if "others_cores" in out and out.get("cpus"):
+        out["others_share"] = out["others_cores"] / out["cpus"]
+    out["readings"] = float(len(readings))
+    return out
+
+
+def _fmt(v: float, how: str) -> str:
+    return f"{v:.0%}" if how == "pct" else f"{v:.2f}"
+
+
+def difference(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Which side's machine was busier (``"A"``, ``"B"`` or None) and the material
+    differences, each as a phrase ("other processes' CPU 15% vs 0%")."""
+    votes: list[str] = []
+    phrases: list[str] = []
+    for where, rules in (("client", CLIENT), ("server", SERVER)):
+        sa, sb = a.get(where) or {}, b.get(where) or {}
+        for key, name, material, how in rules:
+            if key not in sa or key not in sb:
+                continue
+            d = sb[key] - sa[key]
+            if abs(d) >= material:
+                votes.append("B" if d > 0 else "A")
+                phrases.append(f"{name} {_fmt(sa[key], how)} vs {_fmt(sb[key], how)}")
+        fa, fb = sa.get("freq_mhz"), sb.get("freq_mhz")
+        if fa and fb and abs(fb / fa - 1) >= FREQ_MATERIAL:
+            votes.append("A" if fb > fa else "B")  # the slower clock is the "busier" machine
+            phrases.append(f"CPU frequency {fa:.0f} vs {fb:.0f} MHz")
+    busier = votes[0] if votes and len(set(votes)) == 1 else None
+    load = [(s.get("client") or {}).get("load1") for s in (a, b)]
+    if phrases and None not in load:
+        phrases.append(f"load {load[0]:.1f} vs {load[1]:.1f}")
+    return {"busier": busier, "material": bool(votes), "differences": phrases}
+
+
+def describe(diff: dict[str, Any]) -> str:
+    """One line for reports: "machine busier during B: …" or "machine state alike"."""
+    if not diff["material"]:
+        return "machine state alike in both runs (probes)"
+    who = f"machine busier during {diff['busier']}" if diff["busier"] else "machine state differs (mixed)"
+    return f"{who}: " + ", ".join(diff["differences"])

@@ -1,0 +1,112 @@
+"""A shift common to all queries, stated once (docs/statistics.md, "Common shift").
+
+Two separate runs on a machine whose speed moved in between show every query slower (or
+faster) together. The common shift is the median of the per-query log ratios; its 95%
+interval comes from a bootstrap over queries in which each resampled query also brings
+one of its own bootstrap replicates, so both the spread between queries and each
+query's own noise count. It is reported when its interval excludes 1 and most queries
+(≥ 60%, at least 3) moved with it — within the threshold of it.
+
+Then every query is judged against the shift as well as against 1. When the machine
+explains the shift (its probes show the run in the shift's direction busier; for files
+without probes, a material change of the calibration query in the same direction), the
+verdicts are those against the shift: the machine's drift is taken out, and a query
+that moved differently from the rest still stands out. A shift the machine does not
+explain is the engine's (or its configuration's): a global finding of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+SHARING = 0.6  # "most queries": the share that must move with the shift
+MIN_QUERIES = 4
+
+
+def _pct(ratio: float) -> str:
+    return f"{ratio - 1:+.1%}"
+
+
+def common_shift(rows: list[dict[str, Any]], boots: dict[int, np.ndarray], tested: list[int], threshold: float,
+                 machine: dict[str, Any] | None, rng: np.random.Generator) -> dict[str, Any] | None:
+    """The shift all queries share, or None (too few queries, none, or not shared)."""
+    idx = [i for i in tested if i in boots and rows[i]["ratio"] and math.isfinite(rows[i]["ratio"])]
+    if len(idx) < MIN_QUERIES:
+        return None
+    logs = np.log([rows[i]["ratio"] for i in idx])
+    centre = float(np.median(logs))
+    reps = np.vstack([boots[i] for i in idx])  # queries × replicates
+    n, m = reps.shape
+    pick = rng.integers(0, n, (m, n))
+    lo, hi = np.percentile(np.median(reps[pick, np.arange(m)[:, None]], axis=1), [2.5, 97.5])
+    sharing = int(np.sum(np.abs(logs - centre) <= math.log1p(threshold)))
+    if not (lo > 0 or hi < 0) or sharing < max(3, math.ceil(SHARING * n)):
+        return None
+    ratio = math.exp(centre)
+    explained, by = _explained(centre, machine)
+    beyond = abs(centre) >= math.log1p(threshold)
+    verdict = ("slower" if centre > 0 else "faster") if beyond else "no change"
+    return {
+        "ratio": ratio,
+        "ci": [float(math.exp(lo)), float(math.exp(hi))],
+        "queries_sharing": sharing,
+        "queries": n,
+        "explained_by_machine": explained,
+        "explained_by": by,
+        "verdict": verdict,
+        # a global finding that counts like a slower query: beyond the threshold and not the machine's
+        "finding": verdict if verdict != "no change" and not explained else None,
+        "why": _why(ratio, lo, hi, sharing, n, verdict, explained, by, threshold),
+    }
+
+
+def _explained(centre: float, machine: dict[str, Any] | None) -> tuple[bool, str | None]:
+    """Whether the machine's state explains a shift in this direction, and by what."""
+    if not machine:
+        return False, None
+    slower_side = "B" if centre > 0 else "A"
+    if machine.get("probes"):
+        return machine.get("busier") == slower_side, "probes" if machine.get("busier") == slower_side else None
+    cal = machine.get("calibration_ratio")
+    if machine.get("calibration_material") and cal and (cal > 1) == (centre > 0):
+        return True, "calibration query"
+    return False, None
+
+
+def _why(ratio: float, lo: float, hi: float, sharing: int, n: int, verdict: str, explained: bool,
+         by: str | None, threshold: float) -> str:
+    head = (f"{sharing} of {n} queries moved together: {_pct(ratio)} "
+            f"[{_pct(math.exp(lo))}, {_pct(math.exp(hi))}]")
+    if explained:
+        return f"{head}; the {by} show the machine busier in that run → machine, not engine: taken out of " \
+               f"each query's verdict" if by == "probes" else \
+               f"{head}; the calibration query moved the same way (no probes in these files) → machine: " \
+               f"taken out of each query's verdict"
+    if verdict == "no change":
+        return f"{head}; within ±{threshold:.0%}: not a finding"
+    return (f"{head}; the machine probes do not explain it → a global change of the engine or its "
+            f"configuration: {verdict}")
+
+
+def apply_shift(rows: list[dict[str, Any]], against: list[dict[str, Any]], tested: list[int],
+                shift: dict[str, Any]) -> None:
+    """Each tested query judged against the shift too; the shift taken out of the
+    verdicts when the machine explains it."""
+    for i in tested:
+        r, s = rows[i], against[i]
+        r["vs_shift"] = {"ratio": s["ratio"], "ci": s["ci"], "p_adjusted": s.get("p_adjusted"),
+                         "verdict": s["verdict"], "why": s.get("why")}
+        if shift["explained_by_machine"]:
+            r["vs_one"] = {"verdict": r["verdict"], "ci": r["ci"], "p_adjusted": r.get("p_adjusted"),
+                           "why": r.get("why")}
+            r["verdict"], r["reasons"], r["p_adjusted"] = s["verdict"], s["reasons"], s.get("p_adjusted")
+            lo, hi = s["ci"]
+            r["why"] = (f"against the machine's common shift ({_pct(shift['ratio'])}): {_pct(s['ratio'])} "
+                        f"[{_pct(lo)}, {_pct(hi)}], {s.get('why')}")
+            r["flags"] = list(s["flags"])
+        elif s["verdict"] in ("slower", "faster"):
+            r["flags"].append(f"moved differently from the rest: {_pct(s['ratio'])} against the common shift "
+                              f"({_pct(shift['ratio'])}), {s['verdict']} than the others")

@@ -1,0 +1,215 @@
+"""Separate runs on a drifting machine: the common shift, the machine probes, and what
+the comparison decides from them (synthetic samples with known shifts; real probes)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from chbench.machine.probes import SERVER_SQL, ClientProbe, ServerProbe
+from chbench.stats.compare import Options, SideData, compare_queries
+from chbench.stats.machine import describe, difference, summarize
+from chbench.targets import Credentials, make_target
+from chbench.targets.fake import FakeTarget
+
+
+def sides(rng, shifts, n=15, cv=0.02, base=100.0):
+    """Ten queries; B's query i is A's times shifts[i]."""
+    a, b = {}, {}
+    for i, shift in enumerate(shifts):
+        mu = base * (1 + i / 10)
+        a[f"q{i}"] = SideData(times=list(mu * rng.lognormal(0, cv, n)))
+        b[f"q{i}"] = SideData(times=list(mu * shift * rng.lognormal(0, cv, n)))
+    return a, b
+
+
+def busier_b() -> dict:
+    probes = {"a": {"client": {"others_share": 0.0, "steal": 0.0, "load1": 1.0}},
+              "b": {"client": {"others_share": 0.15, "steal": 0.0, "load1": 1.6}}}
+    return {**difference(probes["a"], probes["b"]), "probes": probes}
+
+
+def alike() -> dict:
+    probes = {"a": {"client": {"others_share": 0.01, "steal": 0.0, "load1": 1.0}},
+              "b": {"client": {"others_share": 0.02, "steal": 0.0, "load1": 1.1}}}
+    return {**difference(probes["a"], probes["b"]), "probes": probes}
+
+
+def verdicts(doc):
+    return [q["verdict"] for q in doc["queries"]]
+
+
+def test_uniform_shift_the_machine_explains_is_taken_out_of_every_verdict():
+    rng = np.random.default_rng(11)
+    a, b = sides(rng, [1.10] * 10)
+    doc = compare_queries(list(a), a, b, Options(between_run=0.7), machine=busier_b())
+    shift = doc["summary"]["shift"]
+    assert shift["explained_by_machine"] and shift["finding"] is None
+    assert shift["ci"][0] < 1.10 < shift["ci"][1] and shift["queries_sharing"] == 10
+    assert verdicts(doc).count("no change") >= 8 and "slower" not in verdicts(doc)
+    for q in doc["queries"]:
+        assert q["vs_one"]["verdict"] in ("slower", "unstable")  # against 1 it did move
+        assert "common shift" in q["why"]
+
+
+def test_query_that_moved_differently_still_stands_out_against_the_shift():
+    rng = np.random.default_rng(12)
+    a, b = sides(rng, [1.10] * 9 + [1.45])
+    doc = compare_queries(list(a), a, b, Options(between_run=0.7), machine=busier_b())
+    assert doc["summary"]["shift"]["explained_by_machine"]
+    v = verdicts(doc)
+    assert v[9] == "slower" and v[:9].count("no change") >= 7
+    assert 1.25 < doc["queries"][9]["vs_shift"]["ratio"] < 1.40
+
+
+def test_uniform_shift_the_probes_do_not_explain_is_a_global_slowdown():
+    rng = np.random.default_rng(13)
+    a, b = sides(rng, [1.10] * 10, n=20, cv=0.01)
+    doc = compare_queries(list(a), a, b, Options(), machine=alike())
+    shift = doc["summary"]["shift"]
+    assert not shift["explained_by_machine"] and shift["finding"] == "slower"
+    assert shift["ci"][0] < 1.10 < shift["ci"][1]
+    assert verdicts(doc).count("slower") >= 9  # each still judged against 1
+    assert "do not explain" in shift["why"]
+
+
+def test_no_common_shift_when_queries_move_apart():
+    rng = np.random.default_rng(14)
+    a, b = sides(rng, [0.8, 1.2, 0.85, 1.25, 1.0, 0.8, 1.2, 0.85, 1.25, 1.0], cv=0.01)
+    doc = compare_queries(list(a), a, b, Options(), machine=busier_b())
+    assert doc["summary"]["shift"] is None
+
+
+def test_every_verdict_states_its_own_evidence():
+    rng = np.random.default_rng(15)
+    a, b = sides(rng, [1.0] * 8 + [1.3, 0.75], cv=0.01, n=20)
+    a["noisy"] = SideData(times=list(100 * rng.lognormal(0, 0.3, 6)))
+    b["noisy"] = SideData(times=list(100 * rng.lognormal(0, 0.3, 6)))
+    doc = compare_queries(list(a), a, b, Options())
+    why = {q["verdict"]: q["why"] for q in doc["queries"]}
+    assert "p adj." in why["slower"] and "beyond ±5%" in why["slower"]
+    assert "beyond ±5%" in why["faster"]
+    assert "not significant" in why["no change"] or "within ±5%" in why["no change"]
+    assert why["unstable"].startswith("cannot tell a ±5% change: interval wider")
+
+
+def test_machine_difference_names_the_busier_run_and_the_evidence():
+    a = {"client": summarize([{"round": i, "others_cores": 0.01, "cpus": 2, "steal": 0.0, "load1": 0.3,
+                                "busy": 0.5} for i in range(5)])}
+    b = {"client": summarize([{"round": i, "others_cores": 0.6, "cpus": 2, "steal": 0.09, "load1": 2.1,
+                                "busy": 0.9} for i in range(5)])}
+    d = difference(a, b)
+    assert d["busier"] == "B" and d["material"]
+    text = describe(d)
+    assert text.startswith("machine busier during B:")
+    assert "steal 0% vs 9%" in text and "load 0.3 vs 2.1" in text
+    assert difference(b, a)["busier"] == "A"
+    assert not difference(a, a)["material"] and describe(difference(a, a)).startswith("machine state alike")
+
+
+def test_slower_cpu_clock_counts_as_the_busier_run():
+    a = {"client": {"freq_mhz": 3000.0}}
+    b = {"client": {"freq_mhz": 2400.0}}
+    assert difference(a, b)["busier"] == "B"
+
+
+NEIGHBOUR = "import time\nend = time.monotonic() + 3.0\nwhile time.monotonic() < end: pass"
+
+
+def test_client_probe_sees_a_busy_neighbour_process():
+    """A neighbour that is not chbench's child (started through a shell that exits at
+    once, so it belongs to nobody here) keeping one core busy."""
+    probe = ClientProbe()
+    subprocess.run(["sh", "-c", f"'{sys.executable}' -c '{NEIGHBOUR}' >/dev/null 2>&1 &"], check=True)
+    time.sleep(2.5)
+    busy = probe.read()
+    assert {"load1", "busy", "iowait", "steal", "others_cores", "cpus", "seconds"} <= set(busy)
+    assert busy["others_cores"] > 0.5  # one core, busy all the time (less if the machine is shared)
+    assert 0.0 <= busy["busy"] <= 1.0
+
+
+def test_client_probe_does_not_count_chbenchs_own_cpu_as_a_neighbour():
+    probe = ClientProbe()
+    cpu0, t0 = time.process_time(), time.monotonic()
+    while time.monotonic() < t0 + 1.5:  # this process is "chbench"
+        pass
+    own_cores = (time.process_time() - cpu0) / (time.monotonic() - t0)
+    r = probe.read()
+    # what this process used is in the machine's busy time, and not in the others'
+    assert own_cores > 0.3
+    assert r["busy"] * r["cpus"] - r["others_cores"] > 0.8 * own_cores
+
+
+def test_server_probe_reads_the_os_metrics_a_server_has():
+    """No engine on this machine has them (chDB's servers have no asynchronous_metrics,
+    18.16 has none of the OS ones): scripted, in the shape ClickHouse returns them."""
+    rows = [["LoadAverage1", "2.5"], ["OSUserTimeNormalized", "0.31"], ["OSSystemTimeNormalized", "0.09"],
+            ["OSIOWaitTimeNormalized", "0.01"], ["OSStealTimeNormalized", "0.07"], ["OSIdleTimeNormalized", "0.52"]]
+    r = ServerProbe(FakeTarget(rows={SERVER_SQL: rows})).read()
+    assert r == {"load1": 2.5, "user": 0.31, "system": 0.09, "iowait": 0.01, "steal": 0.07, "idle": 0.52,
+                 "busy": 0.4}
+
+
+def test_server_probe_on_a_chdb_server_degrades_with_a_note(modern):
+    t = make_target(modern.http_url, Credentials())
+    t.connect()
+    probe = ServerProbe(t)
+    assert probe.read() is None and probe.read() is None  # asked once, then not again
+    t.close()
+    assert probe.note == "server host not probed: this server has no system.asynchronous_metrics"
+
+
+def test_server_probe_on_18_16_degrades_with_a_note(legacy):
+    t = make_target(legacy.http_url, Credentials())
+    t.connect()
+    probe = ServerProbe(t)
+    assert probe.read() is None
+    t.close()
+    assert probe.note is not None and "no OS metrics" in probe.note
+
+
+def test_between_session_spread_is_measured_from_the_sessions_medians():
+    from chbench.stats.compare import between_sessions
+
+    rng = np.random.default_rng(16)
+    # three sessions per side, each offset by its own few percent
+    offsets_a, offsets_b = [1.0, 1.04, 0.97], [1.02, 0.99, 1.03]
+    a = SideData(sessions=[list(100 * o * rng.lognormal(0, 0.01, 15)) for o in offsets_a])
+    b = SideData(sessions=[list(100 * o * rng.lognormal(0, 0.01, 15)) for o in offsets_b])
+    a.times, b.times = sum(a.sessions, []), sum(b.sessions, [])
+    sd, df = between_sessions(a, b)
+    assert df == 4
+    expected = np.sqrt((np.var(np.log(offsets_a), ddof=1) * 2 + np.var(np.log(offsets_b), ddof=1) * 2) / 4)
+    assert abs(sd / np.sqrt(2 / 3) - expected) < 0.01
+    assert between_sessions(SideData(times=[1.0]), SideData(times=[1.0])) is None
+    doc = compare_queries(["q"], {"q": a}, {"q": b}, Options(between_run=0.7))
+    assert doc["queries"][0]["between_run_from"] == "3/3 sessions"
+
+
+def test_sessions_run_and_several_files_per_side(tmp_path):
+    from tests.conftest import load, run_cli
+
+    fast = ["--scale", "0.02", "--iterations", "4", "--warmup", "0", "--quiet", "--no-calibration"]
+    a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    r = run_cli("run", *fast, "--sessions", "3", "--session-gap", "0.2", "--out", str(a))
+    assert r.code == 0, r.stderr
+    doc = load(a)
+    assert [s["index"] for s in doc["meta"]["sessions"]] == [0, 1, 2]
+    for q in doc["queries"]:
+        assert sorted({s["session"] for s in q["samples"]}) == [0, 1, 2]
+        assert len(q["samples"]) == 12
+    assert {r["session"] for r in doc["machine"]["client"]} == {0, 1, 2}
+    assert "share its process" in " ".join(doc["meta"]["notes"])
+    for f in (b, c):
+        assert run_cli("run", *fast, "--out", str(f)).code == 0
+    r = run_cli("compare", str(a), "--vs", str(b), str(c), "--format", "json")
+    assert r.code in (0, 1), r.stderr
+    out = r.json()
+    assert out["vs"] == [str(b), str(c)]
+    assert any("measured from 3 session(s) of A and 2 of B" in n for n in out["notes"])
+    assert all(q.get("between_run_from") == "3/2 sessions" for q in out["queries"] if q.get("ci"))
+    r = run_cli("compare", str(b), str(c), "--format", "json")
+    assert any("--between-run-factor" in n for n in r.json()["notes"])
