@@ -2,6 +2,7 @@
 
     python bench/drift_bars.py                     # everything (~20 min on 2 cores)
     python bench/drift_bars.py --only aa-drift --pairs 2
+    python bench/drift_bars.py --reuse             # compare the files already there again
 
 Parts:
   aa-drift   A/A pairs of separate runs of the built-in suite, half on the embedded engine
@@ -55,7 +56,12 @@ def compare(*args: str) -> tuple[dict, int, str]:
     return json.loads(p.stdout), p.returncode, p.stderr
 
 
+REUSE = False  # --reuse: compare the files a previous run left, measure nothing again
+
+
 def run(path: Path, *args: str, neighbour: bool = False) -> None:
+    if REUSE and path.exists():
+        return
     n = subprocess.Popen([sys.executable, "-c", NEIGHBOUR]) if neighbour else None
     try:
         chbench("run", "--quiet", "--out", str(path), *args)
@@ -125,7 +131,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default="aa-drift,sens,sessions", help="comma-separated parts")
     ap.add_argument("--pairs", type=int, default=4, help="A/A pairs per target (default 4: 80 comparisons)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="keep results files already in bench/out (compare again with the current code)")
     args = ap.parse_args()
+    global REUSE
+    REUSE = args.reuse
     OUT.mkdir(parents=True, exist_ok=True)
     res: dict = {}
     for part in args.only.split(","):

@@ -65,6 +65,17 @@ def test_query_that_moved_differently_still_stands_out_against_the_shift():
     assert 1.25 < doc["queries"][9]["vs_shift"]["ratio"] < 1.40
 
 
+def test_a_query_the_busier_machine_may_have_hit_harder_is_unstable_not_slower():
+    """Against a shift the machine explains, moving a little more than the threshold is
+    not enough: a busy machine does not slow every query alike."""
+    rng = np.random.default_rng(17)
+    a, b = sides(rng, [1.10] * 9 + [1.22], n=30, cv=0.01)
+    doc = compare_queries(list(a), a, b, Options(), machine=busier_b())
+    q = doc["queries"][9]
+    assert q["verdict"] == "unstable" and q["vs_one"]["verdict"] == "slower"
+    assert "not told apart from the machine's uneven effect" in q["why"]
+
+
 def test_uniform_shift_the_probes_do_not_explain_is_a_global_slowdown():
     rng = np.random.default_rng(13)
     a, b = sides(rng, [1.10] * 10, n=20, cv=0.01)

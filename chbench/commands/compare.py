@@ -56,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     summary = cmp.doc["summary"]
     shift = summary.get("shift")
-    if shift and shift["explained_by_machine"] and shift["verdict"] != "no change":
-        say()(f"warning: {shift['why']}")  # the machine's drift, not a regression
+    if shift and shift["explained_by_machine"] and shift["verdict"] != "no change" and args.format in ("json", "csv"):
+        say()(f"warning: {shift['why']}")  # the machine's drift, not a regression (the other formats show it)
     verdicts = summary["verdicts"]
     if args.fail_on == "never":
         return EXIT_OK

@@ -14,7 +14,7 @@ Method (documented in docs/statistics.md):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -68,6 +68,9 @@ class Options:
     # separate runs only: between-run spread of a query's median, as a multiple of its
     # within-run relative MAD (measured on the reference machine: bench/bars.py)
     between_run: float = 0.0
+    # judged against a common shift: the spread of the queries around it, measured
+    # (robust sd of their log ratios' deviations), in place of the factor above
+    between_run_sd: float | None = None
 
 
 def holm(pvalues: list[float]) -> list[float]:
@@ -140,7 +143,13 @@ def compare_queries(
     if shift is not None:
         scaled = {n: d.scaled(1.0 / shift["ratio"]) for n, d in side_b.items()}
         half = (math.log(shift["ci"][1]) - math.log(shift["ci"][0])) / 2
-        against, _, _ = _judge(names, side_a, scaled, opts, np.random.default_rng(SEED), 0.0, half)
+        # against a shift the machine explains, a query must move beyond the threshold
+        # *plus* the machine's own shift to be called slower/faster: a busier machine does
+        # not slow every query alike (measured: a neighbour at 30% of a core moved the
+        # built-in queries by +2% to +23% while most moved +9%; bench/drift_bars.py)
+        machine_step = abs(math.log(shift["ratio"])) if shift["explained_by_machine"] else 0.0
+        shifted = replace(opts, between_run_sd=shift["scatter_sd"]) if shift["explained_by_machine"] else opts
+        against, _, _ = _judge(names, side_a, scaled, shifted, np.random.default_rng(SEED), 0.0, half, machine_step)
         apply_shift(rows, against, tested, shift)
     elif widen:
         rows, boots, tested = _judge(names, side_a, side_b, opts, np.random.default_rng(SEED), widen)
@@ -150,7 +159,7 @@ def compare_queries(
 
 
 def _judge(names: list[str], side_a: dict[str, SideData], side_b: dict[str, SideData], opts: Options,
-           rng: np.random.Generator, widen: float, extra_half: float = 0.0,
+           rng: np.random.Generator, widen: float, extra_half: float = 0.0, machine_step: float = 0.0,
            ) -> tuple[list[dict[str, Any]], dict[int, np.ndarray], list[int]]:
     """Each query's row, test and verdict; the bootstraps and which rows were tested."""
     rows: list[dict[str, Any]] = []
@@ -169,7 +178,7 @@ def _judge(names: list[str], side_a: dict[str, SideData], side_b: dict[str, Side
             continue
         boots[len(rows) - 1] = _test(row, a, b, opts, rng, widen, extra_half)
         tested.append(len(rows) - 1)
-    _verdicts(rows, tested, opts, widen)
+    _verdicts(rows, tested, opts, widen, machine_step)
     return rows, boots, tested
 
 
@@ -230,6 +239,14 @@ def _test(row: dict[str, Any], a: SideData, b: SideData, opts: Options, rng: np.
         lo, hi = min(lo, center - half), max(hi, center + half)
         row["between_run_sd"], row["between_run_from"] = sb, f"{len(a.sessions) or 1}/{len(b.sessions) or 1} sessions"
         row["between_run_half"] = half
+    elif opts.between_run and opts.between_run_sd is not None:
+        # against the machine's shift: what is left of each run's offset once the part
+        # all queries share is taken out, as the queries' own scatter around the shift
+        sb = opts.between_run_sd
+        lo = center - math.hypot(center - lo, Z95 * sb)
+        hi = center + math.hypot(hi - center, Z95 * sb)
+        row["between_run_sd"], row["between_run_from"] = sb, "scatter around the shift"
+        row["between_run_half"] = Z95 * sb
     elif opts.between_run:
         # separate runs: each run adds its own offset to every query's median, with a
         # spread that grows with the query's run-to-run spread (docs/statistics.md)
@@ -286,7 +303,8 @@ def _within_sessions(s: SideData) -> list[float]:
     return [t * overall / float(np.median(part)) for part in s.sessions for t in part]
 
 
-def _verdicts(rows: list[dict[str, Any]], tested: list[int], opts: Options, widen: float) -> None:
+def _verdicts(rows: list[dict[str, Any]], tested: list[int], opts: Options, widen: float,
+              machine_step: float = 0.0) -> None:
     """False-alarm control across all tested queries, then each tested query's verdict."""
     pv = [rows[i]["p_value"] for i in tested]
     if opts.correction == "holm":
@@ -295,7 +313,7 @@ def _verdicts(rows: list[dict[str, Any]], tested: list[int], opts: Options, wide
         adj = benjamini_hochberg(pv)
     else:
         adj = list(pv)
-    eff_thr = opts.threshold + widen
+    eff_thr = opts.threshold + widen + machine_step
     for i, p_adj in zip(tested, adj, strict=True):
         row = rows[i]
         row["p_adjusted"] = p_adj
@@ -308,6 +326,11 @@ def _verdicts(rows: list[dict[str, Any]], tested: list[int], opts: Options, wide
             row["verdict"] = "faster"
         elif row["reasons"]:
             row["verdict"] = "unstable"
+        elif machine_step and significant and abs(math.log(ratio)) >= math.log1p(opts.threshold):
+            row["verdict"] = "unstable"
+            row["reasons"].append(f"moved {ratio - 1:+.1%} against the rest while the machine itself moved all "
+                                  f"queries by {math.expm1(machine_step):.1%}: not told apart from the machine's "
+                                  f"uneven effect (needs beyond ±{eff_thr:.0%})")
         else:
             row["verdict"] = "no change"
         row["why"] = _why(row, significant, opts, eff_thr)
@@ -315,17 +338,18 @@ def _verdicts(rows: list[dict[str, Any]], tested: list[int], opts: Options, wide
             row["flags"].append("machine itself changed between the runs: verdict qualified")
 
 
-def _why(row: dict[str, Any], significant: bool, opts: Options, thr: float) -> str:
+def _why(row: dict[str, Any], significant: bool, opts: Options, eff_thr: float) -> str:
     """The evidence for this verdict, in one phrase (the change and its interval are
     in the row already)."""
     p = f"p adj. {row['p_adjusted']:.2g}"
+    thr = opts.threshold
     verdict = row["verdict"]
     if verdict in ("slower", "faster"):
-        return f"{p} < {opts.alpha}, interval excludes 0%, change beyond ±{thr:.0%}"
+        return f"{p} < {opts.alpha}, interval excludes 0%, change beyond ±{eff_thr:.0%}"
     if verdict == "unstable":
         return "cannot tell a ±{:.0%} change: {}".format(thr, "; ".join(row["reasons"]))
     if significant:
-        return f"{p}: a real change, within ±{thr:.0%}"
+        return f"{p}: a real change, within ±{eff_thr:.0%}"
     return f"not significant ({p} ≥ {opts.alpha}), interval narrow enough to see ±{thr:.0%}"
 
 

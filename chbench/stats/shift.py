@@ -43,6 +43,9 @@ def common_shift(rows: list[dict[str, Any]], boots: dict[int, np.ndarray], teste
     pick = rng.integers(0, n, (m, n))
     lo, hi = np.percentile(np.median(reps[pick, np.arange(m)[:, None]], axis=1), [2.5, 97.5])
     sharing = int(np.sum(np.abs(logs - centre) <= math.log1p(threshold)))
+    # how far the typical query lies from the shift (robust sd: a query that moved
+    # differently does not widen everyone's interval)
+    scatter = 1.4826 * float(np.median(np.abs(logs - centre)))
     if not (lo > 0 or hi < 0) or sharing < max(3, math.ceil(SHARING * n)):
         return None
     ratio = math.exp(centre)
@@ -54,6 +57,7 @@ def common_shift(rows: list[dict[str, Any]], boots: dict[int, np.ndarray], teste
         "ci": [float(math.exp(lo)), float(math.exp(hi))],
         "queries_sharing": sharing,
         "queries": n,
+        "scatter_sd": scatter,
         "explained_by_machine": explained,
         "explained_by": by,
         "verdict": verdict,
