@@ -213,6 +213,9 @@ def test_sessions_run_and_several_files_per_side(tmp_path):
         assert sorted({s["session"] for s in q["samples"]}) == [0, 1, 2]
         assert len(q["samples"]) == 12
     assert {r["session"] for r in doc["machine"]["client"]} == {0, 1, 2}
+    # the reference task, timed in its own process after every round (the engine is local)
+    assert len(doc["machine"]["reference"]) == len(doc["machine"]["client"])
+    assert all(len(r["ms"]) == 3 and min(r["ms"]) > 0 for r in doc["machine"]["reference"])
     assert "share its process" in " ".join(doc["meta"]["notes"])
     for f in (b, c):
         assert run_cli("run", *fast, "--out", str(f)).code == 0
@@ -224,3 +227,28 @@ def test_sessions_run_and_several_files_per_side(tmp_path):
     assert all(q.get("between_run_from") == "3/2 sessions" for q in out["queries"] if q.get("ci"))
     r = run_cli("compare", str(b), str(c), "--format", "json")
     assert any("--between-run-factor" in n for n in r.json()["notes"])
+
+
+def test_reference_probe_times_its_task_in_a_process_of_its_own():
+    from chbench.machine.reference import ReferenceProbe
+
+    probe = ReferenceProbe()
+    try:
+        first, second = probe.read(), probe.read(5)
+    finally:
+        probe.close()
+    assert len(first) == 3 and len(second) == 5 and min(first + second) > 0.5
+    assert probe.read() == []  # closed: no readings, no error
+
+
+def test_reference_change_is_material_when_significant_and_beyond_3_percent():
+    from chbench.stats.machine import reference_change
+
+    rng = np.random.default_rng(18)
+    a = list(10 * rng.lognormal(0, 0.01, 40))
+    assert reference_change(a, list(10 * 1.06 * rng.lognormal(0, 0.01, 40)))["material"]
+    assert not reference_change(a, list(10 * 1.01 * rng.lognormal(0, 0.01, 40)))["material"]
+    assert reference_change(a[:3], a[:3]) is None
+    slower = reference_change(a, list(10 * 1.06 * rng.lognormal(0, 0.01, 40)))
+    d = difference({"client": {}}, {"client": {}}, slower)
+    assert d["busier"] == "B" and d["differences"][0].startswith("reference task +")

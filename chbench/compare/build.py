@@ -12,7 +12,7 @@ from chbench.compare.sides import Side, Sides, merge_sides, sides_of
 from chbench.errors import UsageError
 from chbench.results import open_results
 from chbench.stats.compare import Options, compare_queries, machine_change
-from chbench.stats.machine import describe, difference, summarize
+from chbench.stats.machine import describe, difference, reference_change, summarize
 
 
 @dataclass
@@ -117,13 +117,16 @@ def machine_state(a: Side, b: Side) -> dict[str, Any] | None:
     cal = machine_change(a.calibration, b.calibration)
     probes = None
     diff: dict[str, Any] = {"busier": None, "material": False, "differences": []}
+    reference = None
     if a.machine and b.machine:
-        probes = {"a": {k: summarize(v) for k, v in a.machine.items()},
-                  "b": {k: summarize(v) for k, v in b.machine.items()}}
-        diff = difference(probes["a"], probes["b"])
+        probes = {"a": {k: summarize(v) for k, v in a.machine.items() if k != "reference"},
+                  "b": {k: summarize(v) for k, v in b.machine.items() if k != "reference"}}
+        reference = reference_change([ms for r in a.machine.get("reference", []) for ms in r["ms"]],
+                                     [ms for r in b.machine.get("reference", []) for ms in r["ms"]])
+        diff = difference(probes["a"], probes["b"], reference)
     if cal is None and probes is None:
         return None
-    out: dict[str, Any] = {**diff, "probes": probes,
+    out: dict[str, Any] = {**diff, "probes": probes, "reference": reference,
                            "description": describe(diff) if probes else "no machine probes in these files"}
     if cal is not None:
         out.update(cal)

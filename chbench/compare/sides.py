@@ -85,7 +85,8 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
             sides[sid].queries[q.name] = data
     for sid, side in sides.items():
         readings = {"client": doc.machine.get("client") or [],
-                    "server": (doc.machine.get("servers") or {}).get(sid) or []}
+                    "server": (doc.machine.get("servers") or {}).get(sid) or [],
+                    "reference": doc.machine.get("reference") or []}
         side.machine = {k: v for k, v in readings.items() if v}
     for c in doc.calibration:
         if c.target in sides:

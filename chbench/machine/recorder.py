@@ -8,17 +8,20 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from chbench.machine.probes import ClientProbe, ServerProbe
+from chbench.machine.reference import ReferenceProbe
 from chbench.targets import Target
 
 
 class MachineRecorder:
-    """The client host's probe, and one server probe per distinct server target (the
-    embedded engine shares the client host's probe: it runs in this process)."""
+    """The client host's probe, one server probe per distinct server target (the
+    embedded engine shares the client host's probe: it runs in this process), and, when
+    an engine runs on this host, the reference task timed in a process of its own."""
 
     def __init__(self, sides: list[tuple[str, Target]], into: dict[str, Any]) -> None:
         self.into = into
         servers: dict[int, tuple[str, Target]] = {}
         ports = []
+        local = any(t.capabilities.in_process or t.is_local() for _, t in sides)
         for sid, target in sides:
             if target.capabilities.in_process or id(target) in servers:
                 continue
@@ -33,6 +36,9 @@ class MachineRecorder:
         into.setdefault("client", [])
         into.setdefault("servers", {sid: [] for sid in self.servers})
         into.setdefault("notes", list(self.client.notes))
+        self.reference = ReferenceProbe() if local else None
+        if self.reference is not None:
+            into.setdefault("reference", [])
 
     def read(self, round_no: int, session: int = 0) -> None:
         """One reading of each probe, after round ``round_no`` (untimed)."""
@@ -44,3 +50,13 @@ class MachineRecorder:
                 self.into["servers"][sid].append({**at, **r})
             elif probe.note and probe.note not in self.into["notes"]:
                 self.into["notes"].append(f"side {sid}: {probe.note}")
+        if self.reference is not None:
+            ms = self.reference.read()
+            if ms:
+                self.into["reference"].append({**at, "ms": ms})
+            elif self.reference.note and self.reference.note not in self.into["notes"]:
+                self.into["notes"].append(self.reference.note)
+
+    def close(self) -> None:
+        if self.reference is not None:
+            self.reference.close()

@@ -107,6 +107,10 @@ def machine_table(m: dict[str, Any] | None) -> Table | None:
         if va is None and vb is None:
             continue
         t.add(label, *(None if v is None else Cell(v, text=format(v, fmt)) for v in (va, vb)))
+    ref = (m or {}).get("reference")
+    if ref:
+        t.add(f"reference task in its own process, ms (B/A {ref['ratio'] - 1:+.1%})",
+              *(Cell(v, text=f"{v:.2f}") for v in ref["median_ms"]))
     return t
 
 

@@ -46,6 +46,17 @@ from chbench.workload import CALIBRATION_FALLBACK_SQL, CALIBRATION_SQL, prepare_
 # follow the machine, rarely enough not to disturb suites of very short queries.
 CALIBRATION_EVERY_S = 1.0
 CALIBRATION_MIN = 5  # but after each of the first rounds, so every run has a few
+# and after every round while its median is known to worse than ±1.5% (two runs' medians
+# that precise can tell a 3% change of the machine), up to CALIBRATION_MAX samples
+CALIBRATION_PRECISION = 0.015
+CALIBRATION_MAX = 30
+
+
+def _imprecise(c: Calibration) -> bool:
+    if len(c.samples) < CALIBRATION_MIN:
+        return True
+    ok = [s.client_ms for s in c.samples if not s.error and s.client_ms is not None]
+    return len(c.samples) < CALIBRATION_MAX and relative_ci_halfwidth(ok) > CALIBRATION_PRECISION
 MAX_ERRORS = 3  # a query side that failed this often (or twice with no success) stops
 
 
@@ -84,7 +95,7 @@ class Runner:
         self.failed_sides: dict[str, str] = {}  # side -> why its set-up failed
         self.run_token = uuid.uuid4().hex[:8]
         self.counter = 0
-        self.machine: MachineRecorder  # made when the rounds begin (after set-up)
+        self.machine: MachineRecorder | None = None  # made when the rounds begin (after set-up)
         self.session = 0
 
     # -- the results document ------------------------------------------------------------
@@ -164,6 +175,8 @@ class Runner:
                 stop = self._sessions(states)
             finally:
                 self._teardown()  # whatever ended the run
+                if self.machine is not None:
+                    self.machine.close()
             if stop is not None:
                 self.writer.finish(stop[0], stop[2])
                 return RunOutcome(self.doc, stop[1], stop[2])
@@ -332,11 +345,12 @@ class Runner:
                 if st.finished():
                     self.progress.query_done(st)
                 self.writer.checkpoint(force=st.finished())
-            few = any(len(c.samples) < CALIBRATION_MIN for c in self.doc.calibration)
+            few = any(_imprecise(c) for c in self.doc.calibration)
             if self.doc.calibration and (few or time.monotonic() - last_calibration >= CALIBRATION_EVERY_S):
                 self._calibrate(round_no)
                 last_calibration = time.monotonic()
-            self.machine.read(round_no, self.session)
+            if self.machine is not None:
+                self.machine.read(round_no, self.session)
             pending = [st for st in pending if not st.finished()]
             round_no += 1
             self.writer.checkpoint()

@@ -26,6 +26,7 @@ SERVER = [
     ("iowait", "server iowait", 0.05, "pct"),
 ]
 FREQ_MATERIAL = 0.05  # a CPU frequency 5% lower is a slower machine
+REFERENCE_MATERIAL = 0.03  # the reference task (its own process) 3% slower, significantly
 
 
 def summarize(readings: list[dict[str, Any]]) -> dict[str, float]:
@@ -43,15 +44,36 @@ def summarize(readings: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
+def reference_change(a_ms: list[float], b_ms: list[float]) -> dict[str, Any] | None:
+    """The reference task's timings of two runs: ratio of medians B/A, its bootstrap
+    interval, and whether it is material (interval excludes 1, beyond 3%)."""
+    import math
+
+    import numpy as np
+
+    from chbench.stats.compare import SEED, bootstrap_log_ratios
+
+    if len(a_ms) < 5 or len(b_ms) < 5:
+        return None
+    lo, hi = np.percentile(bootstrap_log_ratios(a_ms, b_ms, np.random.default_rng(SEED + 3)), [2.5, 97.5])
+    ratio = float(np.median(b_ms) / np.median(a_ms))
+    material = (lo > 0 or hi < 0) and abs(ratio - 1) >= REFERENCE_MATERIAL
+    return {"ratio": ratio, "ci": [float(math.exp(lo)), float(math.exp(hi))], "material": bool(material),
+            "samples": [len(a_ms), len(b_ms)], "median_ms": [float(np.median(a_ms)), float(np.median(b_ms))]}
+
+
 def _fmt(v: float, how: str) -> str:
     return f"{v:.0%}" if how == "pct" else f"{v:.2f}"
 
 
-def difference(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+def difference(a: dict[str, Any], b: dict[str, Any], reference: dict[str, Any] | None = None) -> dict[str, Any]:
     """Which side's machine was busier (``"A"``, ``"B"`` or None) and the material
     differences, each as a phrase ("other processes' CPU 15% vs 0%")."""
     votes: list[str] = []
     phrases: list[str] = []
+    if reference is not None and reference["material"]:
+        votes.append("B" if reference["ratio"] > 1 else "A")
+        phrases.append(f"reference task {reference['ratio'] - 1:+.1%} in B")
     for where, rules in (("client", CLIENT), ("server", SERVER)):
         sa, sb = a.get(where) or {}, b.get(where) or {}
         for key, name, material, how in rules:
