@@ -252,3 +252,18 @@ def test_reference_change_is_material_when_significant_and_beyond_3_percent():
     slower = reference_change(a, list(10 * 1.06 * rng.lognormal(0, 0.01, 40)))
     d = difference({"client": {}}, {"client": {}}, slower)
     assert d["busier"] == "B" and d["differences"][0].startswith("reference task +")
+
+
+def test_with_machine_probes_the_calibration_query_is_reported_not_used_to_widen():
+    from chbench.compare.build import machine_state
+    from chbench.compare.sides import Side
+
+    rng = np.random.default_rng(19)
+    readings = [{"round": r, "others_cores": 0.0, "cpus": 2, "busy": 0.5, "steal": 0.0, "iowait": 0.0,
+                 "load1": 1.0} for r in range(10)]
+    a = Side("A", calibration=list(20 * rng.lognormal(0, 0.01, 30)), machine={"client": readings})
+    b = Side("B", calibration=list(20 * 0.94 * rng.lognormal(0, 0.01, 30)), machine={"client": readings})
+    m = machine_state(a, b)
+    assert m["calibration_material"] and m["log_change_bound"] == 0.0 and m["busier"] is None
+    legacy = machine_state(Side("A", calibration=a.calibration), Side("B", calibration=b.calibration))
+    assert legacy["probes"] is None and legacy["log_change_bound"] > 0.05

@@ -71,8 +71,11 @@ def machine_lines(m: dict[str, Any] | None, shift: dict[str, Any] | None) -> lis
                 cal += "not material (needs p < 0.01 and beyond ±2%)"
             elif shift is not None:
                 cal += "material; a common shift was measured instead of widening intervals"
+            elif m.get("probes"):
+                cal += ("material, but it runs on the engine under test: the machine probes decide, intervals "
+                        "not widened")
             else:
-                cal += "material: intervals widened by it"
+                cal += "material: intervals widened by it (no machine probes in these files)"
             out.append(Text(cal, "summary"))
     if shift is not None:
         word = "Warning" if shift["explained_by_machine"] and shift["verdict"] != "no change" else "Common shift"

@@ -71,6 +71,7 @@ class Options:
     # judged against a common shift: the spread of the queries around it, measured
     # (robust sd of their log ratios' deviations), in place of the factor above
     between_run_sd: float | None = None
+    typical_within_sd: float = 0.0  # the typical query's own (bootstrap) sd, part of that scatter
 
 
 def holm(pvalues: list[float]) -> list[float]:
@@ -148,7 +149,8 @@ def compare_queries(
         # not slow every query alike (measured: a neighbour at 30% of a core moved the
         # built-in queries by +2% to +23% while most moved +9%; bench/drift_bars.py)
         machine_step = abs(math.log(shift["ratio"])) if shift["explained_by_machine"] else 0.0
-        shifted = replace(opts, between_run_sd=shift["scatter_sd"]) if shift["explained_by_machine"] else opts
+        shifted = replace(opts, between_run_sd=shift["scatter_sd"], typical_within_sd=shift["within_sd"]) \
+            if shift["explained_by_machine"] else opts
         against, _, _ = _judge(names, side_a, scaled, shifted, np.random.default_rng(SEED), 0.0, half, machine_step)
         apply_shift(rows, against, tested, shift)
     elif widen:
@@ -240,11 +242,14 @@ def _test(row: dict[str, Any], a: SideData, b: SideData, opts: Options, rng: np.
         row["between_run_sd"], row["between_run_from"] = sb, f"{len(a.sessions) or 1}/{len(b.sessions) or 1} sessions"
         row["between_run_half"] = half
     elif opts.between_run and opts.between_run_sd is not None:
-        # against the machine's shift: what is left of each run's offset once the part
-        # all queries share is taken out, as the queries' own scatter around the shift
-        sb = opts.between_run_sd
-        lo = center - math.hypot(center - lo, Z95 * sb)
-        hi = center + math.hypot(hi - center, Z95 * sb)
+        # against the machine's shift: how far a typical query lies from it is measured —
+        # the queries' scatter around it, which holds each run's own offset, the uneven
+        # effect of the machine, the shift's error and a typical query's own noise; a
+        # query noisier than typical adds its excess (docs/statistics.md)
+        own = (hi - lo) / 2 / Z95
+        sb = math.sqrt(opts.between_run_sd ** 2 + max(0.0, own ** 2 - opts.typical_within_sd ** 2))
+        lo, hi = center - Z95 * sb, center + Z95 * sb
+        extra_half = 0.0  # in the scatter already
         row["between_run_sd"], row["between_run_from"] = sb, "scatter around the shift"
         row["between_run_half"] = Z95 * sb
     elif opts.between_run:
@@ -265,7 +270,7 @@ def _test(row: dict[str, Any], a: SideData, b: SideData, opts: Options, rng: np.
     if (hi - lo) / 2 > math.log1p(thr):
         wa, wb = relative_ci_halfwidth(a.times), relative_ci_halfwidth(b.times)
         extra = f", separate runs ±{math.expm1(row['between_run_half']):.1%}" if "between_run_half" in row else ""
-        extra += f" measured over {row['between_run_from']}" if row.get("between_run_from", "factor") != "factor" \
+        extra += f" from {row['between_run_from']}" if row.get("between_run_from", "factor") != "factor" \
             else ""
         extra += f", common shift ±{math.expm1(extra_half):.1%}" if extra_half else ""
         reasons.insert(0, f"interval wider than ±{thr:.0%} (median uncertainty A ±{wa:.1%}, B ±{wb:.1%} "

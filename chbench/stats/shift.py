@@ -46,6 +46,7 @@ def common_shift(rows: list[dict[str, Any]], boots: dict[int, np.ndarray], teste
     # how far the typical query lies from the shift (robust sd: a query that moved
     # differently does not widen everyone's interval)
     scatter = 1.4826 * float(np.median(np.abs(logs - centre)))
+    within = float(np.median(np.std(reps, axis=1)))  # a typical query's own sd (its bootstrap)
     if not (lo > 0 or hi < 0) or sharing < max(3, math.ceil(SHARING * n)):
         return None
     ratio = math.exp(centre)
@@ -58,6 +59,7 @@ def common_shift(rows: list[dict[str, Any]], boots: dict[int, np.ndarray], teste
         "queries_sharing": sharing,
         "queries": n,
         "scatter_sd": scatter,
+        "within_sd": within,
         "explained_by_machine": explained,
         "explained_by": by,
         "verdict": verdict,
