@@ -267,3 +267,15 @@ def test_with_machine_probes_the_calibration_query_is_reported_not_used_to_widen
     assert m["calibration_material"] and m["log_change_bound"] == 0.0 and m["busier"] is None
     legacy = machine_state(Side("A", calibration=a.calibration), Side("B", calibration=b.calibration))
     assert legacy["probes"] is None and legacy["log_change_bound"] > 0.05
+
+
+def test_against_the_shift_a_query_is_never_surer_than_its_own_runs_allow():
+    """Queries whose ratios agree exactly (scatter 0) keep at least their own interval."""
+    rng = np.random.default_rng(20)
+    a = {f"q{i}": SideData(times=list(100 * rng.lognormal(0, 0.02, 15))) for i in range(5)}
+    b = {n: SideData(times=[t * 1.1 for t in d.times]) for n, d in a.items()}
+    doc = compare_queries(list(a), a, b, Options(between_run=0.7), machine=busier_b())
+    assert doc["summary"]["shift"]["scatter_sd"] < 1e-9
+    for q in doc["queries"]:
+        lo, hi = q["vs_shift"]["ci"]
+        assert hi / lo > 1.01  # not a zero-width interval

@@ -247,7 +247,7 @@ def _test(row: dict[str, Any], a: SideData, b: SideData, opts: Options, rng: np.
         # effect of the machine, the shift's error and a typical query's own noise; a
         # query noisier than typical adds its excess (docs/statistics.md)
         own = (hi - lo) / 2 / Z95
-        sb = math.sqrt(opts.between_run_sd ** 2 + max(0.0, own ** 2 - opts.typical_within_sd ** 2))
+        sb = max(own, math.sqrt(opts.between_run_sd ** 2 + max(0.0, own ** 2 - opts.typical_within_sd ** 2)))
         lo, hi = center - Z95 * sb, center + Z95 * sb
         extra_half = 0.0  # in the scatter already
         row["between_run_sd"], row["between_run_from"] = sb, "scatter around the shift"
