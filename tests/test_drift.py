@@ -279,3 +279,10 @@ def test_against_the_shift_a_query_is_never_surer_than_its_own_runs_allow():
     for q in doc["queries"]:
         lo, hi = q["vs_shift"]["ci"]
         assert hi / lo > 1.01  # not a zero-width interval
+
+
+def test_side_by_side_shift_is_the_engines_without_asking_the_machine():
+    rng = np.random.default_rng(21)
+    a, b = sides(rng, [1.10] * 10, n=20, cv=0.01)
+    shift = compare_queries(list(a), a, b, Options())["summary"]["shift"]
+    assert shift["finding"] == "slower" and "a machine both sides shared" in shift["why"]

@@ -26,7 +26,7 @@ class Side:
     queries: dict[str, SideData] = field(default_factory=dict)  # name -> data, in file order
     calibration: list[float] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
-    # machine-state readings during this side's run: {"client": [...], "server": [...]}
+    # machine-state readings during this side's run: {"client", "server", "reference": [...]}
     machine: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 

@@ -65,7 +65,7 @@ def common_shift(rows: list[dict[str, Any]], boots: dict[int, np.ndarray], teste
         "verdict": verdict,
         # a global finding that counts like a slower query: beyond the threshold and not the machine's
         "finding": verdict if verdict != "no change" and not explained else None,
-        "why": _why(ratio, lo, hi, sharing, n, verdict, explained, by, threshold),
+        "why": _why(ratio, lo, hi, sharing, n, verdict, explained, by, threshold, machine),
     }
 
 
@@ -83,16 +83,22 @@ def _explained(centre: float, machine: dict[str, Any] | None) -> tuple[bool, str
 
 
 def _why(ratio: float, lo: float, hi: float, sharing: int, n: int, verdict: str, explained: bool,
-         by: str | None, threshold: float) -> str:
+         by: str | None, threshold: float, machine: dict[str, Any] | None) -> str:
     head = (f"{sharing} of {n} queries moved together: {_pct(ratio)} "
             f"[{_pct(math.exp(lo))}, {_pct(math.exp(hi))}]")
+    if explained and by == "probes":
+        return f"{head}; the probes show the machine busier in that run → machine, not engine: taken out of " \
+               "each query's verdict"
     if explained:
-        return f"{head}; the {by} show the machine busier in that run → machine, not engine: taken out of " \
-               f"each query's verdict" if by == "probes" else \
-               f"{head}; the calibration query moved the same way (no probes in these files) → machine: " \
-               f"taken out of each query's verdict"
+        return f"{head}; the calibration query moved the same way (no probes in these files) → machine: " \
+               "taken out of each query's verdict"
     if verdict == "no change":
         return f"{head}; within ±{threshold:.0%}: not a finding"
+    if machine is None:  # side by side: both sides shared the machine
+        return f"{head}, on a machine both sides shared → a global change of the engine or its configuration: {verdict}"
+    if not machine.get("probes"):
+        return (f"{head}; no machine probes in these files and the calibration query did not move the same way "
+                f"→ taken as a global change of the engine or its configuration: {verdict}")
     return (f"{head}; the machine probes do not explain it → a global change of the engine or its "
             f"configuration: {verdict}")
 
