@@ -104,6 +104,12 @@ def bootstrap_log_ratios(a: list[float], b: list[float], rng: np.random.Generato
     return np.log(mb) - np.log(ma)
 
 
+def ratio_interval(a: list[float], b: list[float], seed: int) -> tuple[float, float, float]:
+    """median(b) / median(a) and the 95% bootstrap interval of its log (low, high)."""
+    lo, hi = np.percentile(bootstrap_log_ratios(a, b, np.random.default_rng(seed)), [2.5, 97.5])
+    return float(np.median(b) / np.median(a)), float(lo), float(hi)
+
+
 def _side_json(s: SideData | None) -> dict[str, Any] | None:
     if s is None:
         return None
@@ -416,12 +422,9 @@ def machine_change(cal_a: list[float], cal_b: list[float], material: float = 0.0
     ``material``; then verdicts are widened by it."""
     if len(cal_a) < 3 or len(cal_b) < 3:
         return None
-    rng = np.random.default_rng(SEED + 1)
-    lb = bootstrap_log_ratios(cal_a, cal_b, rng)
-    lo, hi = np.percentile(lb, [2.5, 97.5])
+    change, lo, hi = ratio_interval(cal_a, cal_b, SEED + 1)
     from scipy import stats as sps
 
-    change = float(np.median(cal_b) / np.median(cal_a))
     p = float(sps.mannwhitneyu(cal_a, cal_b, alternative="two-sided").pvalue)
     is_material = p < 0.01 and abs(change - 1) > material
     return {

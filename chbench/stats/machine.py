@@ -8,8 +8,13 @@ other by another) name no side."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any
+
+import numpy as np
+
+from chbench.stats.compare import SEED, ratio_interval
 
 # client host: (key, what to call it, material difference, formatted as)
 # others_share is the CPU of other processes as a share of all CPUs: a neighbour keeping
@@ -47,16 +52,9 @@ def summarize(readings: list[dict[str, Any]]) -> dict[str, float]:
 def reference_change(a_ms: list[float], b_ms: list[float]) -> dict[str, Any] | None:
     """The reference task's timings of two runs: ratio of medians B/A, its bootstrap
     interval, and whether it is material (interval excludes 1, beyond 3%)."""
-    import math
-
-    import numpy as np
-
-    from chbench.stats.compare import SEED, bootstrap_log_ratios
-
     if len(a_ms) < 5 or len(b_ms) < 5:
         return None
-    lo, hi = np.percentile(bootstrap_log_ratios(a_ms, b_ms, np.random.default_rng(SEED + 3)), [2.5, 97.5])
-    ratio = float(np.median(b_ms) / np.median(a_ms))
+    ratio, lo, hi = ratio_interval(a_ms, b_ms, SEED + 3)
     material = (lo > 0 or hi < 0) and abs(ratio - 1) >= REFERENCE_MATERIAL
     return {"ratio": ratio, "ci": [float(math.exp(lo)), float(math.exp(hi))], "material": bool(material),
             "samples": [len(a_ms), len(b_ms)], "median_ms": [float(np.median(a_ms)), float(np.median(b_ms))]}
