@@ -37,6 +37,12 @@ def serve():
         low.query(sql, "TSV", path=data)
     except Exception as e:  # pragma: no cover - reported to the parent
         print("server error:", e, file=sys.stderr, flush=True)
+def orphaned():  # the process that started this server is gone (killed): stop with it
+    parent = os.getppid()
+    while os.getppid() == parent:
+        threading.Event().wait(0.5)
+    os._exit(0)
+threading.Thread(target=orphaned, daemon=True).start()
 t = threading.Thread(target=serve)
 t.start()
 t.join()
@@ -154,9 +160,11 @@ class _Server:
 
 
 class ModernServer(_Server):
-    """ClickHouse 26.9 from the chDB wheel, serving HTTP and native TCP."""
+    """ClickHouse 26.9 from the chDB wheel, serving HTTP and native TCP; or, with ``site``,
+    the build of an installed engine (``chbench/engines``) that can listen, on ``data_dir``
+    (kept after stop) or a temporary one."""
 
-    def __init__(self) -> None:
+    def __init__(self, site: str | None = None, data_dir: str | None = None) -> None:
         self.workdir = Path(tempfile.mkdtemp(prefix="chbench-modern-"))
         self.http_port, self.tcp_port = free_port(), free_port()
         home = self.workdir / "home"
@@ -170,9 +178,11 @@ class ModernServer(_Server):
         )
         self.fifo = self.workdir / "stop.fifo"
         os.mkfifo(self.fifo)
-        data = self.workdir / "data"
-        data.mkdir()
+        data = Path(data_dir) if data_dir else self.workdir / "data"
+        data.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, HOME=str(home))
+        if site:
+            env["PYTHONPATH"] = os.pathsep.join([site, *filter(None, [os.environ.get("PYTHONPATH")])])
         self._start([sys.executable, "-c", _MODERN_SERVER_CODE, str(self.fifo), str(data)], env)
 
     def stop(self) -> None:

@@ -82,7 +82,7 @@ def test_only_in_and_failed_and_flags():
     by = {q["name"]: q for q in doc["queries"]}
     assert by["a_only"]["verdict"] == "only in A"
     assert by["b_only"]["verdict"] == "only in B"
-    assert by["breaks"]["verdict"] == "failed"
+    assert by["breaks"]["verdict"] == "fails on B only"
     assert any("fails in B only" in f for f in by["breaks"]["flags"])
     flags = " ".join(by["common"]["flags"])
     assert "too short" in flags and "slow on client" in flags

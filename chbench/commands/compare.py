@@ -21,9 +21,10 @@ examples:
   chbench compare a.json b.json --threshold 10 --fail-on unstable
   chbench compare before1.json before2.json --vs after.json   several files (sessions) per side
 
-verdicts: slower, faster, no change, unstable, only in A, only in B, failed
-exit codes: 0 no query slower, 1 some query slower or all slower together beyond what the
-machine explains (see --fail-on), 2 bad input
+verdicts: slower, faster, no change, unstable, only in A, only in B, failed, fails on B only,
+  answer changed (files of chbench upgrade)
+exit codes: 0 no query slower, 1 some query slower, failing on B only or answering differently, or
+all slower together beyond what the machine explains (see --fail-on), 2 bad input
 """
 
 
@@ -62,5 +63,6 @@ def run(args: argparse.Namespace) -> int:
     if args.fail_on == "never":
         return EXIT_OK
     failing = verdicts.get("slower", 0) + (verdicts.get("unstable", 0) if args.fail_on == "unstable" else 0)
+    failing += verdicts.get("answer changed", 0) + verdicts.get("fails on B only", 0)
     failing += 1 if shift and shift["finding"] == "slower" else 0  # all queries slower together: the engine's
     return EXIT_FINDING if failing else EXIT_OK

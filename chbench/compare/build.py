@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from chbench.compare.checks import apply_checks
 from chbench.compare.sides import Side, Sides, merge_sides, sides_of
 from chbench.errors import UsageError
 from chbench.results import open_results
@@ -166,6 +167,8 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
         stats.between_run = opts.between_run_factor
         notes.append(_between_run_note(a, b_queries, opts.between_run_factor))
     doc = compare_queries(names, a.queries, b_queries, stats, machine)
+    if not separate and loaded[0].checks:
+        apply_checks(doc, loaded[0].checks)
     shift = doc["summary"].get("shift")
     if shift and shift["explained_by_machine"] and notes and notes[-1].startswith("one session per side"):
         notes[-1] = ("one session per side: against the machine's shift, each query's between-run spread is the "

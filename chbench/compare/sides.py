@@ -38,11 +38,12 @@ class Sides:
     format: str  # chbench | chbench-load | upgrade-script | clickhouse-benchmark
     sides: list[Side]
     status: str = "complete"
+    checks: dict[str, Any] = field(default_factory=dict)  # a run file's answer/plan checks (chbench upgrade)
 
 
 def sides_of(path: str, doc: ResultsFile, metric: str = "client_ms") -> Sides:
     if isinstance(doc, RunDocument):
-        return Sides(path, "chbench", _run_sides(path, doc, metric), doc.status)
+        return Sides(path, "chbench", _run_sides(path, doc, metric), doc.status, doc.checks)
     if isinstance(doc, LoadDocument):
         return Sides(path, "chbench-load", _load_sides(path, doc, metric), doc.status)
     if isinstance(doc, UpgradeScriptFile):

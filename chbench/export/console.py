@@ -11,6 +11,7 @@ from chbench.export.base import Exporter
 from chbench.export.sections import Block, Details, Heading, Report, Table, Text
 
 STYLE = {"slower": "bold red", "faster": "bold green", "unstable": "yellow", "failed": "magenta",
+         "answer changed": "bold red", "fails on B only": "bold magenta",
          "wrong data": "bold red", "WRONG ROW COUNT": "bold red"}
 
 

@@ -25,7 +25,8 @@ matplotlib.rcParams.update({
 })
 
 VERDICT_COLORS = {"slower": "#d62728", "faster": "#2ca02c", "unstable": "#e6a700", "no change": "#7f7f7f",
-                  "failed": "#9467bd", "only in A": "#17becf", "only in B": "#17becf"}
+                  "failed": "#9467bd", "fails on B only": "#9467bd", "answer changed": "#8c564b",
+                  "only in A": "#17becf", "only in B": "#17becf"}
 SIDE_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b"]
 RASTERIZE_ABOVE = 300
 

@@ -128,7 +128,7 @@ class Calibration:
 @dataclass(kw_only=True)
 class RunDocument(Document):
     kind: ClassVar[str] = "run"
-    KEYS: ClassVar[tuple[str, ...]] = ("targets", "queries", "calibration", "machine")
+    KEYS: ClassVar[tuple[str, ...]] = ("targets", "queries", "calibration", "machine", "checks")
 
     targets: list[RunTarget] = field(default_factory=list)
     queries: list[RunQuery] = field(default_factory=list)
@@ -136,10 +136,17 @@ class RunDocument(Document):
     # machine-state probes, one reading per round: {"client": [...], "servers": {side: [...]},
     # "notes": [...]} (chbench/machine/probes.py)
     machine: dict[str, Any] = field(default_factory=dict)
+    # chbench upgrade: answers, plans and changed setting defaults of both sides
+    # {"answers": {query: {"a", "b", "equal"}}, "plans": {query: {"a", "b", "changed"}},
+    #  "settings": {"changed_defaults": [...]}} (chbench/upgrade/checks.py); absent otherwise
+    checks: dict[str, Any] = field(default_factory=dict)
 
     def body(self) -> dict[str, Any]:
-        return {"targets": [t.to_json() for t in self.targets], "queries": [q.to_json() for q in self.queries],
-                "calibration": [c.to_json() for c in self.calibration], "machine": self.machine}
+        out = {"targets": [t.to_json() for t in self.targets], "queries": [q.to_json() for q in self.queries],
+               "calibration": [c.to_json() for c in self.calibration], "machine": self.machine}
+        if self.checks:
+            out["checks"] = self.checks
+        return out
 
     @classmethod
     def parse(cls, d: dict[str, Any]) -> dict[str, Any]:
@@ -147,7 +154,7 @@ class RunDocument(Document):
         return {"targets": [RunTarget.from_json(t) for t in targets],
                 "queries": [RunQuery.from_json(q) for q in d["queries"]],
                 "calibration": [Calibration.from_json(c) for c in d.get("calibration") or []],
-                "machine": d.get("machine") or {}}
+                "machine": d.get("machine") or {}, "checks": d.get("checks") or {}}
 
     def side_labels(self) -> dict[str, str]:
         return {t.id: t.label or t.url for t in self.targets}

@@ -83,8 +83,10 @@ class RunOutcome:
 
 
 class Runner:
-    def __init__(self, plan: Plan, out: str | None, progress: Progress) -> None:
+    def __init__(self, plan: Plan, out: str | None, progress: Progress,
+                 after: Callable[[Runner], None] | None = None) -> None:
         self.plan = plan
+        self.after = after  # untimed work on the targets after the rounds, before tear-down
         self.progress = progress
         self.doc = RunDocument(meta=Meta(extra={"mode": "side-by-side" if plan.side_by_side else "single",
                                                 "options": plan.options()}))
@@ -173,6 +175,8 @@ class Runner:
         with self.writer:  # any other error still finishes the file ("failed")
             try:
                 stop = self._sessions(states)
+                if stop is None and self.after is not None:
+                    stop = self._guard(partial(self.after, self))
             finally:
                 self._teardown()  # whatever ended the run
                 if self.machine is not None:
@@ -396,8 +400,9 @@ class Runner:
                         s.server_ms_source = "query_log"
 
 
-def run_plan(plan: Plan, out: str | None, progress: Progress) -> RunOutcome:
-    return Runner(plan, out, progress).run()
+def run_plan(plan: Plan, out: str | None, progress: Progress,
+             after: Callable[[Runner], None] | None = None) -> RunOutcome:
+    return Runner(plan, out, progress, after).run()
 
 
 def close_targets(targets: list[Target]) -> None:

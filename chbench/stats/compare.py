@@ -177,7 +177,7 @@ def _judge(names: list[str], side_a: dict[str, SideData], side_b: dict[str, Side
         a, b = side_a.get(name), side_b.get(name)
         row = _new_row(name, a, b)
         rows.append(row)
-        if a is None or b is None or row["verdict"] == "failed":
+        if a is None or b is None or row["verdict"] in ("failed", "fails on B only"):
             continue
         _flags(row, a, b)
         if a.summary_only or b.summary_only:
@@ -204,6 +204,7 @@ def _new_row(name: str, a: SideData | None, b: SideData | None) -> dict[str, Any
         if a_failed and not b_failed:
             row["flags"].append("fails in A only")
         elif b_failed and not a_failed:
+            row["verdict"] = "fails on B only"
             row["flags"].append("fails in B only (backward-incompatible?)")
         else:
             row["flags"].append("fails on both sides")

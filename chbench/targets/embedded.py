@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
-from chbench.errors import ConnectError, QueryError
+from chbench.errors import ChbenchError, ConnectError, QueryError
 from chbench.targets.base import (
     Capabilities,
     Credentials,
@@ -68,10 +68,11 @@ class _Session:
 _SESSIONS: dict[tuple[str, str], _Session] = {}
 
 
-def _translate(e: Exception) -> QueryError:
+def _translate(e: Exception) -> Exception:
     """chDB's exceptions (plain RuntimeErrors carrying 'Code: N'), as chbench's: the one
-    place they are mapped (used in ``except`` clauses: the success path costs nothing)."""
-    if isinstance(e, QueryError):
+    place they are mapped (used in ``except`` clauses: the success path costs nothing).
+    chbench's own (an engine process lost: ``ServerLost``) pass through."""
+    if isinstance(e, (QueryError, ChbenchError)):
         return e
     text = str(e)
     return QueryError(parse_exception_code(text), first_line(text))
@@ -146,30 +147,41 @@ class EmbeddedTarget(Target):
         admin.apply({k: v for k, v in settings.items() if k != "readonly"})
         admin.raw(sql)
 
-    def _timed(self, sql: str, settings: dict[str, str], query_id: str, fmt: str) -> tuple[Sample, Any]:
+    def _timed(self, sql: str, settings: dict[str, str], query_id: str, fmt: str,
+               timeout: float | None = None) -> tuple[Sample, Any]:
         session = self.session
         session.apply(settings)
         conn = session.conn
+        self._before_send()
         t0 = time.perf_counter()
         try:
-            r = conn.query(sql, fmt)
+            r = conn.query(sql, fmt) if timeout is None else conn.query(sql, fmt, timeout)
         except Exception as e:  # noqa: BLE001 - chdb raises plain RuntimeErrors
             raise _translate(e) from None
         client_ms = (time.perf_counter() - t0) * 1000.0
         s = Sample(query_id=query_id, client_ms=client_ms)
         if hasattr(r, "elapsed"):
             s.server_ms = r.elapsed() * 1000.0
-            s.read_rows = int(r.storage_rows_read())
-            s.read_bytes = int(r.storage_bytes_read())
+            if hasattr(r, "storage_rows_read"):  # chDB >= 3.7; older releases count result rows only
+                s.read_rows = int(r.storage_rows_read())
+                s.read_bytes = int(r.storage_bytes_read())
             s.result_rows = int(r.rows_read())
             s.result_bytes = int(r.bytes_read())
         return s, r
 
+    def _before_send(self) -> None:
+        """Untimed, just before the timed call (engine workers wake their process here)."""
+
+    # in this process a query cannot be stopped from outside: max_execution_time bounds it
+    # (the runner sets it from --timeout); engine workers (targets/engine.py) take the timeout
+    _timeouts = False
+
     def execute(self, sql: str, settings: dict[str, str], query_id: str, timeout: float | None) -> Sample:
-        return self._timed(sql, settings, query_id, "TabSeparated")[0]
+        return self._timed(sql, settings, query_id, "TabSeparated", timeout if self._timeouts else None)[0]
 
     def fetch(self, sql: str, settings: dict[str, str], query_id: str, timeout: float | None) -> tuple[Sample, Result]:
-        s, r = self._timed(sql, settings, query_id, "TabSeparatedWithNamesAndTypes")
+        s, r = self._timed(sql, settings, query_id, "TabSeparatedWithNamesAndTypes",
+                           timeout if self._timeouts else None)
         text = r if isinstance(r, str) else bytes(r.bytes()).decode("utf-8", "replace")
         return s, parse_tsv_with_types(text)
 

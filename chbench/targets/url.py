@@ -4,6 +4,10 @@ Syntax::
 
     embedded                      chDB in this process (the default)
     embedded:/path/dir            chDB with a persistent database directory
+    embedded@24.8[:/path/dir]     that ClickHouse version's engine in a worker process
+                                  (installed on first use: chbench engines)
+    server@26.9[:/path/dir]       that version's own HTTP + native server, started on free
+                                  loopback ports for the command and stopped after it
     http://[user@]host[:8123][/database]       HTTP interface
     https://[user@]host[:8443][/database]      HTTP over TLS (certificates verified)
     clickhouse://[user@]host[:9000][/database] native protocol
@@ -43,10 +47,13 @@ class Kind:
     port: int = 0  # 0: not a network address
     secure: bool = False
     url: bool = True  # scheme://host form (else name[:path])
+    versioned: bool = False  # name@VERSION[:path]: a ClickHouse version chbench installs
 
 
 KINDS: dict[str, Kind] = {k.scheme: k for k in (
     Kind("embedded", Protocol.EMBEDDED, "chbench.targets.embedded:EmbeddedTarget", url=False),
+    Kind("embedded@", Protocol.EMBEDDED, "chbench.targets.engine:EngineTarget", url=False, versioned=True),
+    Kind("server@", Protocol.HTTP, "chbench.targets.engine_server:ServerEngineTarget", url=False, versioned=True),
     Kind("http", Protocol.HTTP, "chbench.targets.http:HttpTarget", 8123),
     Kind("https", Protocol.HTTP, "chbench.targets.http:HttpTarget", 8443, secure=True),
     Kind("clickhouse", Protocol.NATIVE, "chbench.targets.native:NativeTarget", 9000),
@@ -55,7 +62,8 @@ KINDS: dict[str, Kind] = {k.scheme: k for k in (
 
 DEFAULT_TARGET = "embedded"  # the zero-setup default: the engine inside this process
 DEFAULT_PORTS = {k.scheme: k.port for k in KINDS.values() if k.port}
-SCHEMES = ", ".join(f"{k.scheme}://" if k.url else f"{k.scheme}, {k.scheme}:/path" for k in KINDS.values())
+SCHEMES = ", ".join(f"{k.scheme}://" if k.url else f"{k.scheme}VERSION" if k.versioned
+                    else f"{k.scheme}, {k.scheme}:/path" for k in KINDS.values())
 
 
 def scheme_for(protocol: Protocol, secure: bool) -> str:
@@ -73,6 +81,7 @@ class TargetURL:
     user: str = "default"
     database: str | None = None
     path: str | None = None  # in-process engines: the data directory (None: in memory)
+    version: str | None = None  # versioned kinds: the ClickHouse version asked for (24.8, 24.8.4.1, latest)
 
     @property
     def protocol(self) -> Protocol:
@@ -89,7 +98,7 @@ class TargetURL:
     def display(self) -> str:
         """The URL as results files and messages show it (no secrets)."""
         if not self.kind.url:
-            return self.kind.scheme + (f":{self.path}" if self.path else "")
+            return self.kind.scheme + (self.version or "") + (f":{self.path}" if self.path else "")
         base = f"{self.kind.scheme}://{self.user}@{self.host}:{self.port}"
         return base + (f"/{self.database}" if self.database else "")
 
@@ -107,7 +116,12 @@ def parse_target_url(spec: str, user: str | None = None, database: str | None = 
     """Parse ``spec``; a bad one is one clear UsageError naming what is wrong."""
     spec = spec.strip()
     name, sep, rest = spec.partition(":")
-    kind = KINDS.get(name.lower())
+    base, at, version = name.partition("@")
+    kind = KINDS.get(base.lower() + at)
+    if kind is not None and kind.versioned:
+        if not version:
+            raise UsageError(f"target '{spec}' names no version: {base}@24.8, {base}@24.8.4.1 or {base}@latest")
+        return TargetURL(kind, path=rest or None, version=version)
     if kind is not None and not kind.url:
         return TargetURL(kind, path=rest or None)
     if "://" not in spec:

@@ -1,0 +1,129 @@
+"""``chbench upgrade OLD NEW``: from nothing to a verdict on two real ClickHouse versions."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from chbench.commands.args import add_quiet, add_statistics, non_negative_int, positive_float, positive_int
+from chbench.commands.engines import add_engines_dir, use_engines_dir
+from chbench.errors import EXIT_FINDING, EXIT_OK, UsageError
+
+NAME = "upgrade"
+HELP = "two ClickHouse versions side by side: speed, answers, plans, settings — one command"
+DESCRIPTION = ("Installs the two versions' engines if needed (chbench engines), builds the same data on both, runs "
+               "the workload side by side (A = OLD, B = NEW, alternating A B / B A), then checks each query's "
+               "answer (order-independent checksums and column types), its plan (EXPLAIN PLAN and PIPELINE) and "
+               "the settings whose default changed. One results file; 'chbench compare FILE' and "
+               "'chbench report FILE' read it.")
+EPILOG = """\
+examples:
+  chbench upgrade 24.8 26.9                               built-in suite
+  chbench upgrade 24.8 26.9 --queries my-queries.sql --setup my-tables.sql --html upgrade.html
+  chbench upgrade 25.8 latest --suite clickbench --rows 1000000
+
+verdicts: the speed verdicts of compare, plus 'answer changed' (listed first) and 'fails on B only'
+exit codes: 0 nothing slower, no answer changed, nothing fails on NEW only; 1 otherwise;
+            2 bad input; 3 an engine was lost (results kept); 130 interrupted (results kept)
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("old", metavar="OLD", help="the version upgraded from: 24.8, 24.8.4.1 or latest")
+    p.add_argument("new", metavar="NEW", help="the version upgraded to")
+    w = p.add_argument_group("what is run")
+    w.add_argument("--suite", choices=["builtin", "clickbench"], default="builtin",
+                   help="built-in suite (default) or ClickBench's 43 queries on a synthetic hits table")
+    w.add_argument("--queries", metavar="FILE", help="your own queries instead of a suite")
+    w.add_argument("--setup", metavar="FILE", help="statements that build your data (run on each side, untimed)")
+    w.add_argument("--rows", type=positive_int, default=1_000_000, help="--suite clickbench: hits rows (default 1M)")
+    w.add_argument("--scale", type=positive_float, default=1.0, help="built-in suite: multiply its row counts")
+    r = p.add_argument_group("how it is run")
+    r.add_argument("--iterations", type=positive_int, help="runs per query and side (default: adaptive)")
+    r.add_argument("--warmup", type=non_negative_int, default=1)
+    r.add_argument("--max-time-per-query", type=positive_float, default=20.0, metavar="S")
+    r.add_argument("--timeout", type=positive_float, metavar="S", help="per-query time limit")
+    r.add_argument("--out", metavar="FILE", help="results file (default: chbench-upgrade-<time>.json)")
+    r.add_argument("--html", metavar="FILE", help="also write the report here")
+    add_engines_dir(r)
+    add_quiet(r)
+    add_statistics(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from chbench.engines.store import EngineStore
+    from chbench.results import check_output_path
+
+    use_engines_dir(args)
+    if args.queries and args.suite == "clickbench":
+        raise UsageError("give --queries or --suite clickbench, not both")
+    out = args.out or f"chbench-upgrade-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
+    check_output_path(out)
+    if args.html and not Path(args.html).resolve().parent.is_dir():
+        raise UsageError(f"cannot write {args.html}: directory {Path(args.html).resolve().parent} does not exist")
+    store = EngineStore()
+    old, new = store.catalog.resolve(args.old), store.catalog.resolve(args.new)  # both spellings checked first
+    for release in (old, new):
+        if store.find(release) is None:
+            store.install(release, progress=not args.quiet)
+    outcome = _measure(args, out, old.clickhouse, new.clickhouse)
+    return _verdict(args, out, outcome)
+
+
+def _measure(args: argparse.Namespace, out: str, old: str, new: str) -> object:
+    from chbench.plan import Plan, SidePlan
+    from chbench.runner import close_targets, run_plan
+    from chbench.targets import Credentials, make_target
+    from chbench.ui.progress import make_progress
+    from chbench.upgrade.checks import run_checks
+    from chbench.upgrade.workload import upgrade_workload
+
+    wl = upgrade_workload(args.suite, args.queries, args.setup, args.rows, args.scale)
+    targets = [make_target(f"embedded@{v}", Credentials()) for v in (old, new)]
+    scale = None if args.queries or args.suite == "clickbench" else args.scale
+    sides = [SidePlan(sid, t, wl, {}, scale, label=f"ClickHouse {v}")
+             for sid, t, v in zip("AB", targets, (old, new), strict=True)]
+    plan = Plan(sides=sides, warmup=args.warmup, iterations=args.iterations,
+                max_time_per_query=args.max_time_per_query, timeout=args.timeout,
+                allow_writes=False)
+    try:
+        return run_plan(plan, out, make_progress(args.quiet), after=run_checks)
+    finally:
+        close_targets(targets)
+
+
+def _verdict(args: argparse.Namespace, out: str, outcome: object) -> int:
+    from chbench.commands.args import compare_options
+    from chbench.compare import build_comparison
+    from chbench.export import get_exporter
+    from chbench.export.sections import Report
+    from chbench.report.comparison import comparison_section
+
+    code = int(getattr(outcome, "exit_code", EXIT_OK))
+    message = getattr(outcome, "message", None)
+    if code not in (EXIT_OK, EXIT_FINDING):  # interrupted, an engine lost: the file keeps what was measured
+        sys.stderr.write(f"chbench: error: {message} — results so far are in {out}\n")
+        return code
+    cmp = build_comparison([out], compare_options(args))
+    section = comparison_section(cmp, charts=False)
+    section.title = f"chbench upgrade: {cmp.doc['a_label']} → {cmp.doc['b_label']}"
+    if not args.quiet:
+        sys.stdout.write(get_exporter("console").render(Report("", [section], [out], data=cmp.doc)))
+    if args.html:
+        html = comparison_section(cmp, charts=True)
+        html.title = section.title
+        Path(args.html).write_text(get_exporter("html").render(Report("", [html], [out], data=cmp.doc)),
+                                   encoding="utf-8")
+    verdicts = cmp.doc["summary"]["verdicts"]
+    bad = {k: verdicts.get(k, 0) for k in ("answer changed", "fails on B only", "slower") if verdicts.get(k)}
+    shift = cmp.doc["summary"].get("shift")
+    if shift and shift.get("finding") == "slower":
+        bad["all slower together"] = 1
+    where = f"results in {out}" + (f", report in {args.html}" if args.html else "")
+    if bad:
+        sys.stderr.write(f"chbench: upgrade: {', '.join(f'{v} {k}' for k, v in bad.items())} — {where}\n")
+        return EXIT_FINDING
+    sys.stderr.write(f"chbench: upgrade: nothing slower, answers equal, nothing fails on NEW only — {where}\n")
+    return EXIT_OK

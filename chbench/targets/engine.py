@@ -1,0 +1,170 @@
+"""``embedded@VERSION``: a chosen ClickHouse version's engine in a worker process.
+
+Two ClickHouse versions cannot share one process (the same native symbols), so each
+``embedded@VERSION`` target runs its release (``chbench/engines``) in a process of its
+own, driven over a pipe (``engines/worker.py``). Everything else is the embedded target's:
+the same sessions and ``SET``s, the same samples (client_ms around the round trip,
+server_ms from the engine's own elapsed time).
+
+* The data directory is ``embedded@VERSION:/path`` or a temporary one removed at close
+  (on disk rather than in memory, so that a worker killed after a ``--timeout`` restarts
+  on the same tables).
+* A worker that dies is a lost target (``ServerLost``: exit 3, results kept), never a hang.
+* ``--timeout`` kills the worker and the next query starts a fresh one.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import weakref
+from typing import Any, ClassVar
+
+from chbench.errors import ConnectError, QueryError, ServerLost
+from chbench.targets.base import Capabilities, Credentials, ServerInfo, Target, first_line, parse_exception_code
+from chbench.targets.embedded import EmbeddedTarget, _Session
+from chbench.targets.url import TargetURL
+
+
+class _WorkerResult:
+    """A worker's answer, with the methods of a chDB result the embedded target reads."""
+
+    __slots__ = ("_body", "_head")
+
+    def __init__(self, head: dict[str, Any], body: bytes) -> None:
+        self._head, self._body = head, body
+
+    def bytes(self) -> bytes:
+        return self._body
+
+    def elapsed(self) -> float:
+        return float(self._head.get("elapsed") or 0.0)
+
+    def rows_read(self) -> int:
+        return int(self._head.get("rows_read") or 0)
+
+    def bytes_read(self) -> int:
+        return int(self._head.get("bytes_read") or 0)
+
+    def __getattr__(self, name: str) -> Any:
+        # storage counters exist from chDB 3.7 on: absent when the release has none
+        if name in ("storage_rows_read", "storage_bytes_read") and self._head.get(name) is not None:
+            value = int(self._head[name])
+            return lambda: value
+        raise AttributeError(name)
+
+
+class _WorkerConn:
+    """One session (role) inside the worker, shaped like a chDB connection."""
+
+    def __init__(self, target: EngineTarget, role: str) -> None:
+        self.target, self.role = target, role
+
+    def query(self, sql: str, fmt: str = "TabSeparated", timeout: float | None = None) -> Any:
+        from chbench.engines.process import EngineLost, EngineTimeout
+
+        worker = self.target.worker()
+        try:
+            head, body = worker.query(self.role, sql, fmt, timeout)
+        except EngineTimeout:
+            raise QueryError(159, f"timeout: no answer within {timeout or 0:.0f} s (engine process killed; "
+                                  "the next query starts a fresh one)") from None
+        except EngineLost as e:
+            raise ServerLost(str(e)) from None
+        if not head.get("ok"):
+            text = str(head.get("error") or "engine error")
+            raise QueryError(parse_exception_code(text), first_line(text))
+        if "elapsed" not in head:  # a SET answered by an older release's worker
+            return body.decode("utf-8", "replace")
+        return _WorkerResult(head, body)
+
+
+class EngineTarget(EmbeddedTarget):
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        in_process=False, concurrent_sessions=False, local_files=True, formatted_results=True, kill_query=False,
+        query_log=False)
+    _timeouts = True
+
+    def __init__(self, url: TargetURL, creds: Credentials | None = None) -> None:
+        Target.__init__(self, url.display())
+        from chbench.engines.store import EngineStore
+
+        self.version_spec = url.version or "latest"
+        self.engine = EngineStore().ensure(self.version_spec)
+        self.path = url.path
+        self._tmp = None if url.path else tempfile.mkdtemp(prefix="chbench-engine-")
+        if self._tmp:  # kept across close() (sessions reconnect), removed with the target
+            weakref.finalize(self, shutil.rmtree, self._tmp, True)
+        self._worker: Any = None
+        self._session: _Session | None = None
+        self._sessions: dict[str, _Session] = {}
+
+    @classmethod
+    def from_url(cls, url: TargetURL, creds: Credentials, light: bool, stage: str) -> Target:
+        return cls(url, creds)
+
+    def worker(self) -> Any:
+        from chbench.engines.process import EngineLost, WorkerProcess
+
+        if self._worker is None:
+            label = f"embedded@{self.engine.release.clickhouse}"
+            worker = WorkerProcess(self.engine.site, self.path or self._tmp or "", label)
+            try:
+                worker.start()
+            except EngineLost as e:
+                worker.close()
+                raise ConnectError(str(e)) from None
+            self._worker = worker
+        return self._worker
+
+    def _before_send(self) -> None:
+        # wake the worker, untimed: after the pause between rounds (the machine probes,
+        # ~30 ms) its process sleeps, and waking it took ~0.3 ms of SELECT 1's round
+        # trip; told a query is coming, it polls its pipe until it arrives (engines/worker.py)
+        from chbench.engines.process import EngineLost
+
+        try:
+            self.worker().prepare()
+        except EngineLost as e:
+            raise ServerLost(str(e)) from None
+
+    def _open(self, role: str) -> _Session:
+        if role not in self._sessions:
+            session = _Session(_WorkerConn(self, role))
+            text = session.text("SELECT name, value FROM system.settings FORMAT TabSeparated")
+            session.defaults = dict(line.split("\t", 1) for line in text.splitlines() if "\t" in line)
+            self._sessions[role] = session
+        return self._sessions[role]
+
+    def connect(self) -> ServerInfo:
+        info = super().connect()
+        info.notes[:] = [f"embedded@{self.engine.release.clickhouse}: {self.engine.release.requirement} in a "
+                         "worker process; server_ms is chDB's own elapsed time; no system.query_log"]
+        if self.engine.release.api != "connect":
+            info.notes.append(f"{self.engine.release.requirement} has no persistent sessions: every query starts "
+                              "the engine anew (its start-up is in client_ms, not in server_ms)")
+        return info
+
+    @property
+    def pid(self) -> int | None:
+        w = self._worker
+        return w.proc.pid if w is not None and w.proc is not None else None
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+        self._sessions.clear()
+        self._session = None
+
+    def is_local(self) -> bool:
+        return True  # a process of this host: the client host's machine probes are its own
+
+    def describe(self) -> dict[str, Any]:
+        r = self.engine.release
+        return {"kind": self.kind, "url": self.url, "path": self.path, "engine": {
+            "clickhouse": r.clickhouse, "package": r.package, "version": r.version, "api": r.api,
+            "own": self.engine.own}}
+
+    def fetch_server_metrics(self, query_ids: list[str]) -> dict[str, dict[str, Any]]:
+        raise QueryError(None, "embedded@VERSION: no system.query_log; samples carry chDB's own statistics")

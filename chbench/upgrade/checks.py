@@ -1,0 +1,171 @@
+"""What a stopwatch cannot see in an upgrade, checked on both sides of a side-by-side run
+after the timed rounds (untimed, before tear-down, so set-up data is still there):
+
+* **answers** — each query's result on both sides reduced to a row count and an
+  order-independent, tie-aware checksum (``clickbench/checksum.py``), with the column
+  types (a type change is a changed answer: clients see it); small results keep their
+  rows so the report can show which differ;
+* **plans** — ``EXPLAIN PLAN`` and ``EXPLAIN PIPELINE`` on both sides, normalised and
+  fingerprinted (see :func:`plan_steps`), both texts kept;
+* **settings** — the settings whose default differs between the two versions, and which
+  of them the workload mentions.
+
+Stored as ``checks`` in the run document (``results/run.py``); ``compare`` turns them
+into the ``answer changed`` verdict and the ``plan changed`` flag (``compare/checks.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import TYPE_CHECKING, Any
+
+from chbench.clickbench.checksum import analyse, checksum
+from chbench.errors import QueryError
+from chbench.runner.execute import fetch
+from chbench.runner.settings import query_settings
+from chbench.workload.model import returns_rows
+from chbench.workload.sql import strip_comments_and_strings
+
+if TYPE_CHECKING:
+    from chbench.plan import SidePlan
+    from chbench.runner.runner import Runner
+    from chbench.targets import Target
+
+SHOWN_ROWS = 20  # results this small keep their rows (the report shows the differing ones)
+_FORMAT = re.compile(r"\bFORMAT\s+\w+\s*$", re.I)
+# a plan step's name, as EXPLAIN PLAN prints it in every version seen (23.x indented,
+# 26.x drawn as a tree with details under each step)
+_STEP = re.compile(r"^[A-Z][A-Za-z0-9]*(?: \(.*\))?$")
+
+
+def run_checks(runner: Runner) -> None:
+    """Answers, plans and settings of both sides into ``runner.doc.checks``."""
+    sides = runner.plan.sides
+    checks: dict[str, Any] = {"answers": {}, "plans": {}, "settings": settings_diff(runner)}
+    for name in runner.plan.query_names():
+        per_side = [(s, s.query(name)) for s in sides]
+        if any(q is None or not returns_rows(q.sql) for _, q in per_side):
+            continue
+        answers = {s.id.lower(): answer(runner, s, q.sql, q.settings) for s, q in per_side if q is not None}
+        checks["answers"][name] = {**answers, "equal": answers_equal(answers["a"], answers["b"])}
+        plans = {s.id.lower(): explain(s.target, q.sql) for s, q in per_side if q is not None}
+        checks["plans"][name] = {**plans, "changed": plans_changed(plans["a"], plans["b"])}
+        runner.writer.checkpoint()
+    runner.doc.checks = checks
+    runner.writer.checkpoint(force=True)
+
+
+def _plain(sql: str) -> str:
+    """The query as written, without a trailing ``;`` or FORMAT clause (the checks ask for
+    their own format)."""
+    body = sql.strip().rstrip(";").rstrip()
+    m = _FORMAT.search(strip_comments_and_strings(body, keep_strings=False))
+    return body[: m.start()].rstrip() if m else body
+
+
+def answer(runner: Runner, side: SidePlan, sql: str, own: dict[str, str]) -> dict[str, Any]:
+    """{"rows", "checksum", "mode", "names", "types", "stable"[, "sample"]} or {"error": …}.
+
+    Asked twice: some answers vary from run to run on one version (``quantiles`` samples,
+    and merges its threads' samples in whatever order they finish; ``any``; a LIMIT
+    without ORDER BY), and such a query's answer cannot be compared across versions."""
+    settings, _ = query_settings(runner.sent[side.id], own, runner.infos[side.id])
+    shape = analyse(sql)
+    sums, result = [], None
+    for _ in range(2):
+        sample, got = fetch(side.target, _plain(sql), settings, "", runner.plan.timeout)
+        if got is None:
+            return {"error": sample.error}
+        result = got
+        sums.append(checksum(result, shape))
+    assert result is not None
+    out: dict[str, Any] = {**sums[0], "names": result.names, "types": result.types,
+                           "stable": sums[0]["checksum"] == sums[1]["checksum"]}
+    if len(result.rows) <= SHOWN_ROWS:
+        out["sample"] = result.rows
+    return out
+
+
+def answers_equal(a: dict[str, Any], b: dict[str, Any]) -> bool | None:
+    """Same rows, checksum and column types; None when there is no answer to compare: a
+    side failed, or its answer varies between two runs on the same version."""
+    if "error" in a or "error" in b:
+        return None
+    if a["types"] != b["types"]:
+        return False  # whatever the values, clients see another type
+    if not (a.get("stable", True) and b.get("stable", True)):
+        return None
+    return bool(a["rows"] == b["rows"] and a["checksum"] == b["checksum"])
+
+
+def explain(target: Target, sql: str) -> dict[str, Any]:
+    """EXPLAIN PLAN and PIPELINE as text, and their normalised fingerprints."""
+    out: dict[str, Any] = {}
+    for kind in ("plan", "pipeline"):
+        try:
+            text = "\n".join(r[0] if r else "" for r in target.query_rows(f"EXPLAIN {kind.upper()} {_plain(sql)}"))
+        except QueryError as e:
+            out[f"{kind}_error"] = e.message
+            continue
+        norm = plan_steps(text) if kind == "plan" else pipeline_lines(text)
+        out[kind] = text
+        out[f"{kind}_normalised"] = norm
+        out[f"{kind}_fingerprint"] = hashlib.blake2b("\n".join(norm).encode(), digest_size=8).hexdigest()
+    return out
+
+
+def plan_steps(text: str) -> list[str]:
+    """The plan as its steps, by depth: names only. Versions print plans differently (26.x
+    draws a tree with each step's details and no Expression steps; 24.x indents, with
+    Expression steps and descriptions in parentheses), so what is compared is the shape —
+    which steps, nested how — not their wording."""
+    steps: list[tuple[int, str]] = []
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        content = line.lstrip(" │└├─")
+        if not content or not _STEP.match(content) or ": " in content:
+            continue
+        name = content.split(" (", 1)[0]
+        if name == "Expression":  # a projection step: printed by some versions only
+            continue
+        steps.append((len(line) - len(content), name))
+    depths = sorted({d for d, _ in steps})
+    return [f"{depths.index(d)} {name}" for d, name in steps]
+
+
+def pipeline_lines(text: str) -> list[str]:
+    """The pipeline's processors with their parallelism (``× 2``), whitespace normalised."""
+    return [" ".join(ln.split()) for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("(")]
+
+
+def plans_changed(a: dict[str, Any], b: dict[str, Any]) -> bool | None:
+    """Steps or pipeline differ; None when either side could not explain the query."""
+    keys = [k for k in ("plan_fingerprint", "pipeline_fingerprint") if k in a and k in b]
+    if not keys:
+        return None
+    return any(a[k] != b[k] for k in keys)
+
+
+def _setting_value(v: str) -> str:
+    """Settings as system.settings prints them: 24.x quotes some (\\'auto(2)\\')."""
+    v = v.replace("\\'", "'")
+    return v[1:-1] if len(v) >= 2 and v[0] == v[-1] == "'" else v
+
+
+def settings_diff(runner: Runner) -> dict[str, Any]:
+    """Settings whose default differs between the sides' versions, and who mentions them."""
+    a, b = (runner.infos[s.id].settings for s in runner.plan.sides[:2])
+    texts: dict[str, str] = {}
+    for side in runner.plan.sides:
+        for q in side.queries:
+            texts[q.name] = (texts.get(q.name, "") + " " + q.sql + " " + " ".join(q.settings)).lower()
+        for sql in [*side.workload.setup, *side.workload.settings]:
+            texts["(set-up)"] = texts.get("(set-up)", "") + " " + sql.lower()
+    changed = []
+    for name in sorted(set(a) & set(b)):
+        va, vb = _setting_value(a[name]), _setting_value(b[name])
+        if va != vb:
+            users = [q for q, t in texts.items() if re.search(rf"\b{re.escape(name.lower())}\b", t)]
+            changed.append({"name": name, "a": va, "b": vb, "mentioned_by": users})
+    return {"changed_defaults": changed, "only_in_a": len(set(a) - set(b)), "only_in_b": len(set(b) - set(a))}

@@ -1,0 +1,32 @@
+"""What ``chbench upgrade`` runs: the built-in suite, a query file, or ClickBench on a
+synthetic ``hits`` table that each side builds itself from the same seeded SQL."""
+
+from __future__ import annotations
+
+from chbench.clickbench.loading import _statement
+from chbench.clickbench.synthetic import TABLE, insert_sql
+from chbench.workload import Workload, default_suite, load_workload, read_workload
+
+SEED = 1  # the synthetic hits' seed: both sides must build the same rows
+# every column of a hits row, hashed by the engine: equal on both sides when the data is
+DATA_CHECK_SQL = f"SELECT count(), sum(cityHash64(*)) FROM {TABLE}"
+
+
+def upgrade_workload(suite: str, queries: str | None, setup: str | None, rows: int, scale: float) -> Workload:
+    """The workload both sides run; ``--setup FILE`` statements run before the suite's own."""
+    if queries:
+        wl = load_workload([queries], [], scale=scale)
+    elif suite == "clickbench":
+        from chbench.clickbench import create_table_sql, workload
+
+        wl = workload()
+        wl.setup = [f"DROP TABLE IF EXISTS {TABLE}", _statement(create_table_sql()),
+                    insert_sql(SEED, rows, 0, rows)]
+        wl.source = f"ClickBench queries on a synthetic hits table of {rows:,} rows (seed {SEED}), built on each side"
+    else:
+        wl = default_suite(scale)
+    if setup:
+        extra = read_workload(setup, "script")
+        wl.setup = [*extra.setup, *(q.sql for q in extra.queries), *wl.setup]
+        wl.teardown = [*wl.teardown, *extra.teardown]
+    return wl
