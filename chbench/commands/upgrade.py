@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 from chbench.commands.args import add_quiet, add_statistics, non_negative_int, positive_float, positive_int
@@ -78,7 +79,7 @@ def _measure(args: argparse.Namespace, out: str, old: str, new: str) -> object:
     from chbench.targets import Credentials, make_target
     from chbench.ui.progress import make_progress
     from chbench.upgrade.checks import run_checks
-    from chbench.upgrade.workload import upgrade_workload
+    from chbench.upgrade.workload import DATA_CHECK_SQL, upgrade_workload
 
     wl = upgrade_workload(args.suite, args.queries, args.setup, args.rows, args.scale)
     targets = [make_target(f"embedded@{v}", Credentials()) for v in (old, new)]
@@ -89,7 +90,8 @@ def _measure(args: argparse.Namespace, out: str, old: str, new: str) -> object:
                 max_time_per_query=args.max_time_per_query, timeout=args.timeout,
                 allow_writes=False)
     try:
-        return run_plan(plan, out, make_progress(args.quiet), after=run_checks)
+        data_sql = DATA_CHECK_SQL if args.suite == "clickbench" and not args.queries else None
+        return run_plan(plan, out, make_progress(args.quiet), after=partial(run_checks, data_sql=data_sql))
     finally:
         close_targets(targets)
 
@@ -122,6 +124,9 @@ def _verdict(args: argparse.Namespace, out: str, outcome: object) -> int:
     if shift and shift.get("finding") == "slower":
         bad["all slower together"] = 1
     where = f"results in {out}" + (f", report in {args.html}" if args.html else "")
+    data = cmp.doc.get("data_check")
+    if data is not None and not data["equal"]:
+        bad["data differs"] = 1
     if bad:
         sys.stderr.write(f"chbench: upgrade: {', '.join(f'{v} {k}' for k, v in bad.items())} — {where}\n")
         return EXIT_FINDING

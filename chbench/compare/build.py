@@ -23,6 +23,7 @@ class Comparison:
     doc: dict[str, Any]
     a: Side
     b: Side
+    checks: dict[str, Any] | None = None  # a side-by-side file's answer and plan checks (chbench upgrade)
 
 
 @dataclass
@@ -167,8 +168,6 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
         stats.between_run = opts.between_run_factor
         notes.append(_between_run_note(a, b_queries, opts.between_run_factor))
     doc = compare_queries(names, a.queries, b_queries, stats, machine)
-    if not separate and loaded[0].checks:
-        apply_checks(doc, loaded[0].checks)
     shift = doc["summary"].get("shift")
     if shift and shift["explained_by_machine"] and notes and notes[-1].startswith("one session per side"):
         notes[-1] = ("one session per side: against the machine's shift, each query's between-run spread is the "
@@ -179,4 +178,7 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
         doc["vs"] = vs
     doc["metric"] = opts.metric
     doc["notes"] = notes + _notes(loaded, separate, machine)
-    return Comparison(doc, a, b)
+    checks = loaded[0].checks if not separate and loaded[0].checks else None
+    if checks:
+        apply_checks(doc, checks)
+    return Comparison(doc, a, b, checks)

@@ -31,10 +31,13 @@ def apply_checks(doc: dict[str, Any], checks: dict[str, Any]) -> None:
                 row["verdict"] = ANSWER_CHANGED
                 row["why"] = _answer_why(ans["a"], ans["b"])
             elif ans["equal"] is None and "error" not in ans["a"] and "error" not in ans["b"]:
-                row["flags"].append("answer varies between runs on one version: not compared")
+                row["flags"].append("LIMIT without a total order: answers not compared"
+                                    if ans["a"].get("stable", True) and ans["b"].get("stable", True)
+                                    else "answer varies between runs on one version: not compared")
         plan = plans.get(row["name"])
         if plan is not None:
             row["plan_changed"] = plan["changed"]
+            row["pipeline_changed"] = plan.get("pipeline_changed")
             if plan["changed"]:
                 row["flags"].append("plan changed")
     doc["queries"].sort(key=lambda r: FIRST.index(r["verdict"]) if r["verdict"] in FIRST else len(FIRST))
@@ -45,6 +48,13 @@ def apply_checks(doc: dict[str, Any], checks: dict[str, Any]) -> None:
     doc["summary"]["answers_changed"] = counts.get(ANSWER_CHANGED, 0)
     doc["summary"]["plans_changed"] = sum(1 for r in doc["queries"] if r.get("plan_changed"))
     doc["settings_changed"] = (checks.get("settings") or {}).get("changed_defaults", [])
+    data = checks.get("data")
+    if data is not None:
+        doc["data_check"] = data
+        if not data["equal"]:
+            doc.setdefault("notes", []).append(
+                f"the two sides built different data ({data['sql']}: A {data['a']} vs B {data['b']}): answers "
+                "and timings compare different tables")
 
 
 def _answer_why(a: dict[str, Any], b: dict[str, Any]) -> str:

@@ -90,6 +90,8 @@ class HtmlExporter(Markup):
         cls = f' class="{classes}"' if classes else ""
         if not column.fmt:  # a text column
             return f"<td{cls}>{esc(cell.shown(column))}</td>"
+        if column.fmt == "code":  # preformatted: a query plan
+            return f'<td class="l code"><pre>{esc(cell.shown(column))}</pre></td>'
         values = cell.values()
         if len(values) == 1:
             return f'<td{cls} data-value="{_value(values[0])}">{esc(cell.shown(column))}</td>'

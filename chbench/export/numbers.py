@@ -49,7 +49,7 @@ def part(v: Any, fmt: str) -> str:
     return change(v) if fmt == "interval" else num(v, fmt)
 
 
-NAMED = {"change": change, "interval": interval, "percent": percent}
+NAMED = {"change": change, "interval": interval, "percent": percent, "code": lambda v: str(v)}
 
 
 def text(value: Any, fmt: str = "") -> str:

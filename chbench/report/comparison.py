@@ -141,6 +141,10 @@ def comparison_section(cmp: Comparison, charts: bool = True) -> Section:
     probes = machine_table(doc["summary"].get("machine"))
     if probes is not None:
         blocks.append(probes)
+    if cmp.checks:
+        from chbench.report.upgrade import upgrade_blocks
+
+        blocks += upgrade_blocks(doc, cmp.checks)
     if charts:
         blocks.append(Charts([chart("forest", "forest", doc["queries"], doc["summary"]["threshold"])]))
         details = per_query_charts(cmp)

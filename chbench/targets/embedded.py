@@ -22,7 +22,7 @@ from chbench.targets.base import (
     first_line,
     parse_exception_code,
 )
-from chbench.targets.result import Result, parse_tsv_with_types
+from chbench.targets.result import Result, parse_tsv_with_types, unescape_tsv
 from chbench.targets.url import Protocol, TargetURL
 
 
@@ -43,6 +43,15 @@ class _Session:
     def text(self, sql: str) -> str:
         r = self.raw(sql)
         return r if isinstance(r, str) else bytes(r.bytes()).decode("utf-8", "replace")
+
+    def read_defaults(self) -> None:
+        """Each setting's value as the session starts: what a SET is undone with. Values
+        come TSV-escaped, and some releases quote them (24.8: 'auto(2)' for max_threads)."""
+        text = self.text("SELECT name, value FROM system.settings FORMAT TabSeparated")
+        for line in text.splitlines():
+            name, _, value = line.partition("\t")
+            value = unescape_tsv(value)
+            self.defaults[name] = value[1:-1] if len(value) >= 2 and value[0] == value[-1] == "'" else value
 
     def apply(self, settings: dict[str, str]) -> None:
         wanted = dict(settings)
@@ -106,8 +115,7 @@ class EmbeddedTarget(Target):
                 raise ConnectError(f"embedded engine at {key[0]}: {first_line(str(e))}") from None
             # the defaults, read before anything is SET: the session is shared by every
             # target on this path in the process, and a SET outlives the target that made it
-            text = session.text("SELECT name, value FROM system.settings FORMAT TabSeparated")
-            session.defaults = dict(line.split("\t", 1) for line in text.splitlines())
+            session.read_defaults()
             _SESSIONS[key] = session
         return _SESSIONS[key]
 

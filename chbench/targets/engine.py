@@ -131,8 +131,7 @@ class EngineTarget(EmbeddedTarget):
     def _open(self, role: str) -> _Session:
         if role not in self._sessions:
             session = _Session(_WorkerConn(self, role))
-            text = session.text("SELECT name, value FROM system.settings FORMAT TabSeparated")
-            session.defaults = dict(line.split("\t", 1) for line in text.splitlines() if "\t" in line)
+            session.read_defaults()
             self._sessions[role] = session
         return self._sessions[role]
 

@@ -3,7 +3,7 @@ synthetic ``hits`` table that each side builds itself from the same seeded SQL."
 
 from __future__ import annotations
 
-from chbench.clickbench.loading import _statement
+from chbench.clickbench.loading import legacy_create_sql
 from chbench.clickbench.synthetic import TABLE, insert_sql
 from chbench.workload import Workload, default_suite, load_workload, read_workload
 
@@ -17,11 +17,12 @@ def upgrade_workload(suite: str, queries: str | None, setup: str | None, rows: i
     if queries:
         wl = load_workload([queries], [], scale=scale)
     elif suite == "clickbench":
-        from chbench.clickbench import create_table_sql, workload
+        from chbench.clickbench import workload
 
         wl = workload()
-        wl.setup = [f"DROP TABLE IF EXISTS {TABLE}", _statement(create_table_sql()),
-                    insert_sql(SEED, rows, 0, rows)]
+        # create.sql's columns in ClickHouse's own type names: one statement every version
+        # takes alike (create.sql itself uses CREATE OR REPLACE and settings of 25.x on)
+        wl.setup = [f"DROP TABLE IF EXISTS {TABLE}", legacy_create_sql(), insert_sql(SEED, rows, 0, rows)]
         wl.source = f"ClickBench queries on a synthetic hits table of {rows:,} rows (seed {SEED}), built on each side"
     else:
         wl = default_suite(scale)
