@@ -338,3 +338,22 @@ def test_catalog_script_reads_a_release(tmp_path):
     doc = json.loads((tmp_path / "c.json").read_text())
     entry = next(r for r in doc["releases"] if r["package"] == "chdb" and r["version"] == "4.4.0")
     assert entry["engine_from"].startswith("chdb-core") and entry["seen"]["on"].startswith("Python 3.")
+
+
+def test_server_version_serves_ingest_on_both_protocols(tmp_path):
+    out = tmp_path / "ingest.json"
+    r = run_cli("ingest", "--target", "server@26.9", "--rows", "50000", "--paths", "http-batches,driver-columns",
+                "--out", str(out))
+    assert r.code == 0, r.stderr
+    doc = load(out)
+    paths = {p["name"]: p for p in doc["result"]["paths"]}
+    assert set(paths) == {"http-batches", "driver-columns"}
+    assert all(p["status"] == "ok" and p["row_count"] == 50000 for p in paths.values()), paths
+
+
+def test_a_worker_engine_refuses_concurrent_load():
+    r = run_cli("load", "--target", "embedded@26.9", "-c", "2", "--query", "SELECT 1", "-t", "1")
+    assert_one_line_error(r)
+    assert "server@VERSION" in r.stderr
+    r = run_cli("load", "--target", "embedded@26.9", "--query", "SELECT 1", "-t", "1", "--out", "/dev/null")
+    assert r.code == 0, r.stderr

@@ -140,14 +140,19 @@ def build_config(args: argparse.Namespace) -> LoadConfig:
     """The Namespace as a typed, picklable load configuration."""
     from chbench.commands.connection import credentials, target_specs
     from chbench.load.config import LoadConfig
-    from chbench.targets import make_target
+    from chbench.targets import parse_target_url, target_class
 
     if args.rate is None and args.poisson:
         raise UsageError("--poisson needs --rate QPS")
     specs = target_specs(args)
     creds = credentials(args)
-    if args.workers > 1 and any(not make_target(s, creds).capabilities.concurrent_sessions for s in specs):
+    caps = [target_class(parse_target_url(s)).capabilities for s in specs]  # what they can do, nothing started
+    if args.workers > 1 and any(not c.concurrent_sessions for c in caps):
         raise UsageError("--workers needs a server target: the embedded engine lives inside one process")
+    if (args.concurrency > 1 or args.max_concurrency) and any(not c.concurrent_sessions and not c.in_process
+                                                              for c in caps):
+        raise UsageError("a versioned embedded engine runs one query at a time in its worker process: for "
+                         "concurrent load start that version's server with server@VERSION")
     workload = workload_of(args)
     settings = {**workload.settings, **args.settings}
     if not args.allow_writes:

@@ -91,9 +91,15 @@ class _Legacy:
     def query(self, sql: str, fmt: str) -> Any:
         m = _SET.match(sql)
         if m and ";" not in m.group(2):
-            self.settings[m.group(1)] = m.group(2)
+            name, value = m.group(1), m.group(2)
+            if value.startswith("'auto("):  # back to its default: simply no longer sent
+                self.settings.pop(name, None)
+            else:
+                self.settings[name] = value
             return None
-        prefix = "".join(f"SET {k} = {v}; " for k, v in self.settings.items())
+        # one SET with every setting: chdb 1.4's one-shot calls refused some sequences of
+        # several SET statements with a syntax error at a position none of them had
+        prefix = f"SET {', '.join(f'{k} = {v}' for k, v in self.settings.items())}; " if self.settings else ""
         return self.chdb.query(f"{prefix}USE {LEGACY_DB}; {sql}", fmt, path=self.path)
 
 

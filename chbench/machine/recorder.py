@@ -23,7 +23,7 @@ class MachineRecorder:
         ports = []
         local = any(t.capabilities.in_process or t.is_local() for _, t in sides)
         for sid, target in sides:
-            if target.capabilities.in_process or id(target) in servers:
+            if not target.capabilities.server_host or id(target) in servers:
                 continue
             servers[id(target)] = (sid, target)
             if target.is_local():

@@ -144,7 +144,7 @@ def comparison_section(cmp: Comparison, charts: bool = True) -> Section:
     if cmp.checks:
         from chbench.report.upgrade import upgrade_blocks
 
-        blocks += upgrade_blocks(doc, cmp.checks)
+        blocks += upgrade_blocks(doc, cmp.checks, full=charts)
     if charts:
         blocks.append(Charts([chart("forest", "forest", doc["queries"], doc["summary"]["threshold"])]))
         details = per_query_charts(cmp)

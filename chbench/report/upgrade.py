@@ -36,7 +36,8 @@ def _changed(v: bool | None) -> str:
     return "changed" if v else "same" if v is False else "-"
 
 
-def upgrade_blocks(doc: dict[str, Any], checks: dict[str, Any]) -> list[Block]:
+def upgrade_blocks(doc: dict[str, Any], checks: dict[str, Any], full: bool = True) -> list[Block]:
+    """``full``: every changed setting (the HTML report); else those the workload mentions."""
     answers, plans = checks.get("answers") or {}, checks.get("plans") or {}
     blocks: list[Block] = [Heading("Answers and plans (checked on both sides after the timed runs)")]
     t = Table(ANSWER_COLUMNS)
@@ -62,8 +63,13 @@ def upgrade_blocks(doc: dict[str, Any], checks: dict[str, Any]) -> list[Block]:
                               "workload, listed first)"))
         st = Table(SETTING_COLUMNS)
         for s in sorted(changed, key=lambda s: (not s["mentioned_by"], s["name"])):
-            st.add(s["name"], s["a"], s["b"], ", ".join(s["mentioned_by"]) or "-")
-        blocks.append(st)
+            if full or s["mentioned_by"]:
+                st.add(s["name"], s["a"], s["b"], ", ".join(s["mentioned_by"]) or "-")
+        if st.rows:
+            blocks.append(st)
+        if not full:
+            blocks.append(Text(f"{len(changed) - len(mentioned)} more changed defaults the workload does not "
+                               "mention: in the results file (checks.settings) and the HTML report"))
     return blocks
 
 

@@ -46,6 +46,9 @@ class Capabilities:
     stages: bool = False  # processing stages other than complete (--stage)
     kill_query: bool = True  # KILL QUERY reaches a query still running
     query_log: bool = True  # system.query_log can exist (the probe tells whether it does)
+    # system.asynchronous_metrics describes a host of the server's own (in-process and
+    # worker engines run on the client host: its probes are theirs)
+    server_host: bool = True
 
     def to_json(self) -> dict[str, bool]:
         return asdict(self)

@@ -91,7 +91,7 @@ class EmbeddedTarget(Target):
     protocol = Protocol.EMBEDDED
     capabilities: ClassVar[Capabilities] = Capabilities(
         in_process=True, concurrent_sessions=False, local_files=True, formatted_results=True, kill_query=False,
-        query_log=False)
+        query_log=False, server_host=False)
 
     def __init__(self, url: TargetURL, creds: Credentials | None = None) -> None:
         super().__init__(url.display())

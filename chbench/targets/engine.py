@@ -82,7 +82,7 @@ class _WorkerConn:
 class EngineTarget(EmbeddedTarget):
     capabilities: ClassVar[Capabilities] = Capabilities(
         in_process=False, concurrent_sessions=False, local_files=True, formatted_results=True, kill_query=False,
-        query_log=False)
+        query_log=False, server_host=False)
     _timeouts = True
 
     def __init__(self, url: TargetURL, creds: Credentials | None = None) -> None:

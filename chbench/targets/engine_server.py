@@ -33,18 +33,28 @@ def _env_key(version: str, path: str | None) -> str:
     return f"CHBENCH_SERVER_{tail}"
 
 
-def running_port(version: str, path: str | None) -> int:
-    """The HTTP port of this version's server, started now if this command has none."""
+def running_ports(version: str, path: str | None) -> tuple[int, int]:
+    """The HTTP and native ports of this version's server, started now if this command
+    has none."""
     key = _env_key(version, path)
     if os.environ.get(key):  # started by the process that spawned this one
-        return int(os.environ[key])
+        http, _, native = os.environ[key].partition(",")
+        return int(http), int(native)
     with _LOCK:
         server = _RUNNING.get((version, path or ""))
         if server is None:
             server = _start(version, path)
             _RUNNING[(version, path or "")] = server
-            os.environ[key] = str(server.http_port)
-        return int(server.http_port)
+            os.environ[key] = f"{server.http_port},{server.tcp_port}"
+        return int(server.http_port), int(server.tcp_port)
+
+
+def server_urls(url: TargetURL) -> tuple[TargetURL, TargetURL]:
+    """The HTTP and native addresses of the server ``server@VERSION`` names (started now
+    if needed): for commands that reach a server through several clients (ingest, read)."""
+    http, native = running_ports(url.version or "latest", url.path)
+    return (TargetURL(KINDS["http"], host="127.0.0.1", port=http, database=url.database),
+            TargetURL(KINDS["clickhouse"], host="127.0.0.1", port=native, database=url.database))
 
 
 def _start(version: str, path: str | None) -> Any:
@@ -70,8 +80,7 @@ class ServerEngineTarget(HttpTarget):
 
     def __init__(self, url: TargetURL, creds: Credentials, light: bool = False) -> None:
         self.version_spec = url.version or "latest"
-        port = running_port(self.version_spec, url.path)
-        http = TargetURL(KINDS["http"], host="127.0.0.1", port=port, user="default", database=url.database)
+        http, _ = server_urls(url)
         super().__init__(http, Credentials(), light)
         self.served = url.display()
 

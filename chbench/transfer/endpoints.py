@@ -77,8 +77,19 @@ class Endpoints:
 def parse_endpoints(specs: list[str], user: str | None, database: str | None, password: str | None,
                     ca_file: str | None) -> Endpoints:
     ep = Endpoints(None, None, None, password, ca_file)
+    urls: list[TargetURL] = []
     for spec in specs:
         url = parse_target_url(spec, user, database)
+        if url.kind.versioned and url.protocol == Protocol.EMBEDDED:
+            raise UsageError(f"{spec}: ingest and read drive chDB in this process; give embedded, a server URL or "
+                             f"server@{url.version}")
+        if url.kind.versioned:  # server@VERSION: its HTTP and native addresses, both
+            from chbench.targets.engine_server import server_urls
+
+            urls += server_urls(url)
+        else:
+            urls.append(url)
+    for url in urls:
         if url.protocol in ep.urls and url.protocol != Protocol.EMBEDDED:
             raise UsageError(f"give at most one {url.protocol.value} target")
         ep.urls.setdefault(url.protocol, url)
