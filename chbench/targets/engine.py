@@ -10,7 +10,8 @@ server_ms from the engine's own elapsed time).
   (on disk rather than in memory, so that a worker killed after a ``--timeout`` restarts
   on the same tables).
 * A worker that dies is a lost target (``ServerLost``: exit 3, results kept), never a hang.
-* ``--timeout`` kills the worker and the next query starts a fresh one.
+* ``--timeout``: the engine stops the query at max_execution_time; a worker silent 2 s
+  longer is killed and the next query starts a fresh one.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from chbench.errors import ConnectError, QueryError, ServerLost
 from chbench.targets.base import Capabilities, Credentials, ServerInfo, Target, first_line, parse_exception_code
 from chbench.targets.embedded import EmbeddedTarget, _Session
 from chbench.targets.url import TargetURL
+
+KILL_GRACE_S = 2.0
 
 
 class _WorkerResult:
@@ -64,10 +67,13 @@ class _WorkerConn:
         from chbench.engines.process import EngineLost, EngineTimeout
 
         worker = self.target.worker()
+        # the engine stops a query itself at max_execution_time (the runner sets it from
+        # --timeout); the worker is killed only when even that does not answer
+        deadline = None if timeout is None else timeout + KILL_GRACE_S
         try:
-            head, body = worker.query(self.role, sql, fmt, timeout)
+            head, body = worker.query(self.role, sql, fmt, deadline)
         except EngineTimeout:
-            raise QueryError(159, f"timeout: no answer within {timeout or 0:.0f} s (engine process killed; "
+            raise QueryError(159, f"timeout: no answer within {deadline or 0:.0f} s (engine process killed; "
                                   "the next query starts a fresh one)") from None
         except EngineLost as e:
             raise ServerLost(str(e)) from None
