@@ -44,9 +44,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r = p.add_argument_group("how it is run")
     r.add_argument("--iterations", type=positive_int, help="runs per query and side (default: adaptive)")
     r.add_argument("--warmup", type=non_negative_int, default=1)
-    # 12 s per query and both sides (not run's 20): the built-in suite's ten queries rarely
-    # reach ±2% here, so each spends its whole budget; 20 s made `upgrade 24.8 26.9` take
-    # 229 s with the engines installed, over the 3-minute bar (bench/engine_bars.py)
+    # 12 s per query and both sides (not run's 20) bounds a noisy machine: with one core
+    # taken by another process no query reached ±2%, each spent its whole budget, and
+    # `upgrade 24.8 26.9` took 229 s with 20 s, 144 s with 12 s (the bar: 3 minutes); on
+    # the quiet machine it took 56 s (bench/engine_bars.py)
     r.add_argument("--max-time-per-query", type=positive_float, default=12.0, metavar="S",
                    help="time budget per query, both sides together (default 12)")
     r.add_argument("--timeout", type=positive_float, metavar="S", help="per-query time limit")
