@@ -114,8 +114,11 @@ class _Server:
         """Start the server process and wait until HTTP and TCP answer."""
         self._argv, self._env = argv, env
         with open(self.workdir / "stderr.log", "ab") as log:
-            self.proc = subprocess.Popen(argv, cwd=self.workdir, env=env, stdout=subprocess.DEVNULL, stderr=log,
-                                         start_new_session=True)
+            # stdin from /dev/null: clickhouse-local reads a stdin that is a file as a table
+            # of data (an empty regular file inherited as stdin made it fail with
+            # CANNOT_DETECT_FORMAT before listening)
+            self.proc = subprocess.Popen(argv, cwd=self.workdir, env=env, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
         try:
             _wait_http(self.http_port, 60, self.proc)
             _wait_tcp(self.tcp_port, 10)

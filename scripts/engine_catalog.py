@@ -164,7 +164,7 @@ def probe(package: str, version: str, scratch: Path) -> dict:
         env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "HOME": str(scratch)}
         try:
             r = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=120,
-                               cwd=str(scratch))
+                               cwd=str(scratch), stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             return {"error": "probe timed out", "installed_bytes": size}
         out: dict = {"installed_bytes": size}

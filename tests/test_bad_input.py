@@ -3,6 +3,8 @@ stderr and a non-zero exit code, never a traceback."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.conftest import assert_one_line_error, run_cli
@@ -51,3 +53,14 @@ def test_native_protocol_at_an_http_port_names_the_mistake(modern, command, tmp_
     r = run_cli(*command, "--target", f"clickhouse://127.0.0.1:{modern.http_port}", "--out", str(tmp_path / "x.json"))
     assert_one_line_error(r)
     assert "does not speak the native protocol" in r.stderr and "http://" in r.stderr
+
+
+@pytest.mark.parametrize("command", [["run", "--query", "SELECT 1"], ["load", "-q", "SELECT 1", "-i", "1"]])
+def test_results_never_replace_a_device(command, tmp_path):
+    """Results are renamed into place: over /dev/null (as root) that would replace the
+    device itself, for every process on the machine."""
+    import stat
+
+    r = run_cli(*command, "--out", os.devnull)
+    assert r.code == 2 and "not a regular file" in r.stderr, r.stderr
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)

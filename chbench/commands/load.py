@@ -173,7 +173,10 @@ def run(args: argparse.Namespace) -> int:
     from chbench.commands.connection import named_targets
     from chbench.load.engine import probe_hosts
     from chbench.load.session import run_load
+    from chbench.results import check_output_path
 
+    check_output_path(args.out)
+    check_output_path(args.json, "clickhouse-benchmark JSON")
     cfg = build_config(args)
     hosts = probe_hosts(cfg)
     err = sys.stderr

@@ -25,6 +25,9 @@ def check_output_path(path: str | None, what: str = "results") -> None:
         parent = Path(path).resolve().parent
         if not parent.is_dir():
             raise UsageError(f"cannot write {what} to {path}: directory {parent} does not exist")
+        if Path(path).exists() and not Path(path).is_file():
+            raise UsageError(f"cannot write {what} to {path}: not a regular file (results files are written "
+                             "whole and renamed into place; leave out the option to keep none)")
 
 
 class ResultsWriter:
