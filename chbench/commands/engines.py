@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chbench.errors import EXIT_OK, UsageError
+
+if TYPE_CHECKING:
+    from chbench.engines.store import Engine, EngineStore
 
 NAME = "engines"
 HELP = "ClickHouse versions on demand: list, install, remove, path"
@@ -83,9 +86,8 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _where(engine: object) -> str:
-    site = getattr(engine, "site", None)
-    return site or "chbench's own chDB"
+def _where(engine: Engine) -> str:
+    return engine.site or "chbench's own chDB"
 
 
 def _own_site(package: str) -> str:
@@ -95,12 +97,9 @@ def _own_site(package: str) -> str:
     return str(dist.locate_file(""))
 
 
-def _list(store: object, args: argparse.Namespace) -> int:
+def _list(store: EngineStore, args: argparse.Namespace) -> int:
     import json
 
-    from chbench.engines.store import EngineStore
-
-    assert isinstance(store, EngineStore)
     store.clean_partial()
     installed = store.installed()
     releases = list(store.catalog.releases) if args.all else store.catalog.engines()

@@ -7,10 +7,14 @@ import sys
 from datetime import datetime
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from chbench.commands.args import add_quiet, add_statistics, non_negative_int, positive_float, positive_int
 from chbench.commands.engines import add_engines_dir, use_engines_dir
 from chbench.errors import EXIT_FINDING, EXIT_OK, UsageError
+
+if TYPE_CHECKING:
+    from chbench.runner.runner import RunOutcome
 
 NAME = "upgrade"
 HELP = "two ClickHouse versions side by side: speed, answers, plans, settings — one command"
@@ -78,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     return _verdict(args, out, outcome)
 
 
-def _measure(args: argparse.Namespace, out: str, old: str, new: str) -> object:
+def _measure(args: argparse.Namespace, out: str, old: str, new: str) -> RunOutcome:
     from chbench.plan import Plan, SidePlan
     from chbench.runner import close_targets, run_plan
     from chbench.targets import Credentials, make_target
@@ -101,18 +105,16 @@ def _measure(args: argparse.Namespace, out: str, old: str, new: str) -> object:
         close_targets(targets)
 
 
-def _verdict(args: argparse.Namespace, out: str, outcome: object) -> int:
+def _verdict(args: argparse.Namespace, out: str, outcome: RunOutcome) -> int:
     from chbench.commands.args import compare_options
     from chbench.compare import build_comparison
     from chbench.export import get_exporter
     from chbench.export.sections import Report
     from chbench.report.comparison import comparison_section
 
-    code = int(getattr(outcome, "exit_code", EXIT_OK))
-    message = getattr(outcome, "message", None)
-    if code not in (EXIT_OK, EXIT_FINDING):  # interrupted, an engine lost: the file keeps what was measured
-        sys.stderr.write(f"chbench: error: {message} — results so far are in {out}\n")
-        return code
+    if outcome.exit_code not in (EXIT_OK, EXIT_FINDING):  # interrupted, an engine lost: the file keeps it
+        sys.stderr.write(f"chbench: error: {outcome.message} — results so far are in {out}\n")
+        return outcome.exit_code
     cmp = build_comparison([out], compare_options(args))
     section = comparison_section(cmp, charts=False)
     section.title = f"chbench upgrade: {cmp.doc['a_label']} → {cmp.doc['b_label']}"

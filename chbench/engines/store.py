@@ -73,6 +73,16 @@ def own_release(catalog: Catalog) -> Release | None:
     return None
 
 
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
@@ -179,12 +189,5 @@ class EngineStore:
             return
         for d in self.root.glob(".partial-*"):
             pid = d.name.rsplit("-", 1)[-1]
-            alive = False
-            if pid.isdigit():
-                try:
-                    os.kill(int(pid), 0)
-                    alive = int(pid) != os.getpid()
-                except OSError:
-                    alive = False
-            if not alive:
+            if not (pid.isdigit() and int(pid) != os.getpid() and _running(int(pid))):
                 shutil.rmtree(d, ignore_errors=True)
