@@ -10,6 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from chbench.errors import UsageError
+
 SCHEMA_NAME = "chbench.results"
 SCHEMA_VERSION = 1
 
@@ -20,16 +22,13 @@ def _umask() -> int:
     return mask
 
 
-class NotARegularFile(OSError):
-    """The path names a device, a FIFO or a directory: renaming over it would replace it."""
-
-
 def write_atomic(path: str | Path, doc: dict[str, Any]) -> None:
     p = Path(path)
     if p.exists() and not p.is_file():
         # renaming over /dev/null as root replaces the device with a file (it happened
         # here once, to every process on the machine): never
-        raise NotARegularFile(f"{p} is not a regular file")
+        raise UsageError(f"cannot write {p}: not a regular file (results files are written whole and renamed "
+                         "into place)")
     directory = p.parent if str(p.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=directory)
     try:
