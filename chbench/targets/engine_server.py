@@ -33,9 +33,12 @@ def _env_key(version: str, path: str | None) -> str:
     return f"CHBENCH_SERVER_{tail}"
 
 
-def running_ports(version: str, path: str | None) -> tuple[int, int]:
+def running_ports(spec: str, path: str | None) -> tuple[int, int]:
     """The HTTP and native ports of this version's server, started now if this command
-    has none."""
+    has none (``24.8`` and ``24.8.4.1`` name the same one)."""
+    from chbench.engines.catalog import load_catalog
+
+    version = load_catalog().resolve(spec).clickhouse
     key = _env_key(version, path)
     if os.environ.get(key):  # started by the process that spawned this one
         http, _, native = os.environ[key].partition(",")
@@ -79,7 +82,6 @@ class ServerEngineTarget(HttpTarget):
     """An ``http://`` target on the server chbench started for this version."""
 
     def __init__(self, url: TargetURL, creds: Credentials, light: bool = False) -> None:
-        self.version_spec = url.version or "latest"
         http, _ = server_urls(url)
         super().__init__(http, Credentials(), light)
         self.served = url.display()
