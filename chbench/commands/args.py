@@ -137,6 +137,24 @@ def add_connection(p: argparse.ArgumentParser, target_help: str = TARGET_HELP, s
     g.add_argument("--ca-file", metavar="FILE", help="CA bundle for TLS verification")
 
 
+def add_tests(g: argparse._ArgumentGroup) -> None:
+    """ClickHouse's performance tests as the workload (run, upgrade)."""
+    g.add_argument("--tests", nargs="+", metavar="PATH",
+                   help="ClickHouse performance tests (tests/performance/*.xml format): files, directories, globs")
+    g.add_argument("--tests-filter", metavar="REGEX", help="only tests whose name matches")
+    g.add_argument("--long", action="store_true", help="also run tests tagged long")
+    g.add_argument("--max-queries", type=positive_int, metavar="N",
+                   help="at most N queries per test, chosen at random (with --seed)")
+    g.add_argument("--seed", type=int, default=0, help="for --max-queries (default 0)")
+
+
+def test_options(args: argparse.Namespace) -> Any:
+    """The performance-test flags as the workload's options."""
+    from chbench.workload import PerfTestOptions
+
+    return PerfTestOptions(filter=args.tests_filter, long=args.long, max_queries=args.max_queries, seed=args.seed)
+
+
 def add_statistics(p: argparse.ArgumentParser) -> None:
     """How two sides are compared (compare, report)."""
     g = p.add_argument_group("statistics (docs/statistics.md)")
@@ -145,6 +163,9 @@ def add_statistics(p: argparse.ArgumentParser) -> None:
     g.add_argument("--correction", choices=["holm", "bh", "none"], default="holm",
                    help="false-alarm control across queries (default holm)")
     g.add_argument("--metric", choices=["client_ms", "server_ms"], default="client_ms")
+    g.add_argument("--method", choices=["chbench", "clickhouse"], default="chbench",
+                   help="decision rule: chbench's (default) or ClickHouse CI's randomization test on medians "
+                        "(docs/statistics.md)")
     g.add_argument("--between-run-factor", type=float, default=0.7, metavar="F",
                    help="two separate runs: allow for each run shifting a query's median by F x its run-to-run "
                         "spread (MAD); 0 turns it off (default 0.7)")
@@ -163,4 +184,5 @@ def compare_options(args: argparse.Namespace) -> Any:
     from chbench.compare import CompareOptions
 
     return CompareOptions(metric=args.metric, threshold=args.threshold, alpha=args.alpha,
-                          correction=args.correction, between_run_factor=args.between_run_factor)
+                          correction=args.correction, between_run_factor=args.between_run_factor,
+                          method=args.method)

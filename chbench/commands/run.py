@@ -11,6 +11,7 @@ from chbench.commands.args import (
     PASSWORD_HELP,
     add_connection,
     add_quiet,
+    add_tests,
     non_negative_int,
     percent,
     positive_float,
@@ -36,12 +37,17 @@ examples:
   chbench run --target http://db:8123 --sessions 3 --out before.json   in-place upgrade: 3 sessions before,
                                                      3 after, then: chbench compare before.json --vs after.json
   echo 'SELECT count() FROM numbers(1e8)' | chbench run --queries - --out one.json
+  chbench run --tests perf/*.xml --setting-b max_threads=1 --out perf.json   ClickHouse performance tests
 
 query files: '-- name: N' names the next statement, '-- settings: a=1, b=2' gives it its own
   settings, '-- setup' / '-- teardown' run it once per side before / after the measured
   queries (not timed, writes allowed)
+performance tests (--tests, or an XML --queries file): each test's set-up, queries and tear-down in turn,
+  queries named TEST.queryN; a test or query that cannot run here (missing table, unknown setting,
+  tagged long) is skipped with its reason (docs/perftests.md)
 {PASSWORD_HELP}
-exit codes: 0 ok, 1 some query failed, 2 bad input, 3 server lost (results kept),
+exit codes: 0 ok, 1 some query or test set-up failed, 2 bad input (a test file that cannot be read:
+            after the other tests ran), 3 server lost (results kept),
             130 interrupted (results kept)
 """
 
@@ -55,6 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                      "line; '-' reads stdin")
     w.add_argument("--query", action="append", default=[], metavar="SQL", help="a query (repeatable)")
     w.add_argument("--queries-format", choices=[AUTO, *FORMATS], default=AUTO)
+    add_tests(w)
     w.add_argument("--scale", type=positive_float, default=1.0, help="multiply the built-in suite's row counts")
     w.add_argument("--keep-format", action="store_true", help="send queries as written (no FORMAT Null)")
     w.add_argument("--max-threads", type=positive_int)
@@ -86,6 +93,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def build_plan(args: argparse.Namespace) -> Plan:
     """The Namespace as a typed plan: targets, each side's workload and settings."""
+    from chbench.commands.args import test_options
     from chbench.commands.connection import build_targets
     from chbench.errors import UsageError
     from chbench.plan import Plan, SidePlan
@@ -98,15 +106,17 @@ def build_plan(args: argparse.Namespace) -> Plan:
         raise UsageError(f"at most two targets (a side-by-side run), got {len(targets)}")
     settings = dict(args.setting)
     files_a = [args.queries] if args.queries else []
-    workload_a = load_workload(files_a, args.query, args.queries_format, args.scale)
-    scale_a = None if files_a or args.query else args.scale
+    tests = test_options(args)
+    workload_a = load_workload(files_a, args.query, args.queries_format, args.scale, args.tests, tests)
+    scale_a = None if files_a or args.query or args.tests else args.scale
     sides = [SidePlan("A", targets[0], workload_a, settings, scale_a)]
     if len(targets) == 2 or args.setting_b or args.scale_b or args.queries_b:
         if args.scale_b and scale_a is None:
             raise UsageError("--scale-b applies to the built-in suite only (no --queries/--query)")
         workload_b, scale_b = workload_a, scale_a
         if args.queries_b:
-            workload_b, scale_b = load_workload([args.queries_b], args.query, args.queries_format, args.scale), None
+            workload_b = load_workload([args.queries_b], args.query, args.queries_format, args.scale, args.tests, tests)
+            scale_b = None
         elif args.scale_b:
             workload_b, scale_b = default_suite(args.scale_b), args.scale_b
         target_b = targets[1] if len(targets) == 2 else targets[0]

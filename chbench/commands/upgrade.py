@@ -9,7 +9,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from chbench.commands.args import add_quiet, add_statistics, non_negative_int, positive_float, positive_int
+from chbench.commands.args import add_quiet, add_statistics, add_tests, non_negative_int, positive_float, positive_int
 from chbench.commands.engines import add_engines_dir, use_engines_dir
 from chbench.errors import EXIT_FINDING, EXIT_OK, UsageError
 
@@ -42,6 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     w.add_argument("--suite", choices=["builtin", "clickbench"], default="builtin",
                    help="built-in suite (default) or ClickBench's 43 queries on a synthetic hits table")
     w.add_argument("--queries", metavar="FILE", help="your own queries instead of a suite")
+    add_tests(w)
     w.add_argument("--setup", metavar="FILE", help="statements that build your data (run on each side, untimed)")
     w.add_argument("--rows", type=positive_int, default=1_000_000, help="--suite clickbench: hits rows (default 1M)")
     w.add_argument("--scale", type=positive_float, default=1.0, help="built-in suite: multiply its row counts")
@@ -67,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
     from chbench.results import check_output_path
 
     use_engines_dir(args)
-    if args.queries and args.suite == "clickbench":
-        raise UsageError("give --queries or --suite clickbench, not both")
+    if (args.queries or args.tests) and args.suite == "clickbench":
+        raise UsageError("give --queries/--tests or --suite clickbench, not both")
     out = args.out or f"chbench-upgrade-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
     check_output_path(out)
     if args.html and not Path(args.html).resolve().parent.is_dir():
@@ -83,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _measure(args: argparse.Namespace, out: str, old: str, new: str) -> RunOutcome:
+    from chbench.commands.args import test_options
     from chbench.plan import Plan, SidePlan
     from chbench.runner import close_targets, run_plan
     from chbench.targets import Credentials, make_target
@@ -90,16 +92,16 @@ def _measure(args: argparse.Namespace, out: str, old: str, new: str) -> RunOutco
     from chbench.upgrade.checks import run_checks
     from chbench.upgrade.workload import DATA_CHECK_SQL, upgrade_workload
 
-    wl = upgrade_workload(args.suite, args.queries, args.setup, args.rows, args.scale)
+    wl = upgrade_workload(args.suite, args.queries, args.setup, args.rows, args.scale, args.tests, test_options(args))
     targets = [make_target(f"embedded@{v}", Credentials()) for v in (old, new)]
-    scale = None if args.queries or args.suite == "clickbench" else args.scale
+    scale = None if args.queries or args.tests or args.suite == "clickbench" else args.scale
     sides = [SidePlan(sid, t, wl, {}, scale, label=f"ClickHouse {v}")
              for sid, t, v in zip("AB", targets, (old, new), strict=True)]
     plan = Plan(sides=sides, warmup=args.warmup, iterations=args.iterations,
                 max_time_per_query=args.max_time_per_query, timeout=args.timeout,
                 allow_writes=False)
     try:
-        data_sql = DATA_CHECK_SQL if args.suite == "clickbench" and not args.queries else None
+        data_sql = DATA_CHECK_SQL if args.suite == "clickbench" and not args.queries and not args.tests else None
         return run_plan(plan, out, make_progress(args.quiet), after=partial(run_checks, data_sql=data_sql))
     finally:
         close_targets(targets)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from chbench.compare.checks import apply_checks
+from chbench.compare.pertest import per_test, query_thresholds_of
 from chbench.compare.sides import Side, Sides, merge_sides, sides_of
 from chbench.errors import UsageError
 from chbench.results import open_results
@@ -33,6 +34,7 @@ class CompareOptions:
     alpha: float = 0.05
     correction: str = "holm"
     between_run_factor: float = 0.7
+    method: str = "chbench"  # or "clickhouse": ClickHouse CI's rule (stats/clickhouse.py)
 
 
 def _norm(sql: str | None) -> str:
@@ -163,7 +165,9 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
     if not set(a.queries) & set(b_queries):
         raise UsageError("the results have no query in common (matched by name, then by SQL)")
     machine = machine_state(a, b) if separate else None
-    stats = Options(threshold=opts.threshold, alpha=opts.alpha, correction=opts.correction)
+    thresholds = query_thresholds_of(a, b, rename)
+    stats = Options(threshold=opts.threshold, alpha=opts.alpha, correction=opts.correction,
+                    query_thresholds=thresholds)
     if separate and all(f.format == "chbench" for f in loaded):
         stats.between_run = opts.between_run_factor
         notes.append(_between_run_note(a, b_queries, opts.between_run_factor))
@@ -178,6 +182,17 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
         doc["vs"] = vs
     doc["metric"] = opts.metric
     doc["notes"] = notes + _notes(loaded, separate, machine)
+    doc["method"] = opts.method
+    if opts.method == "clickhouse":
+        from chbench.stats.clickhouse import apply_clickhouse
+
+        apply_clickhouse(doc, a.queries, b_queries, thresholds)
+        if doc["summary"].get("shift"):
+            doc["notes"].append("decided by ClickHouse CI's rule: the common shift above is shown, not applied")
+            doc["summary"]["shift"]["finding"] = None
+    test_of = {**{rename.get(n, n): t for n, t in b.test_of.items()}, **a.test_of}
+    if test_of:
+        doc["tests"] = per_test(doc["queries"], test_of, a.tests or b.tests)
     checks = loaded[0].checks if not separate and loaded[0].checks else None
     if checks:
         apply_checks(doc, checks)

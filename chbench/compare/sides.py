@@ -28,6 +28,9 @@ class Side:
     meta: dict[str, Any] = field(default_factory=dict)
     # machine-state readings during this side's run: {"client", "server", "reference": [...]}
     machine: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # performance tests: each query's test, and the tests as the run recorded them
+    test_of: dict[str, str] = field(default_factory=dict)
+    tests: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -64,7 +67,9 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
             per = q.measured(sid)
             if not per and q.sides and sid not in q.sides:
                 continue
-            data = SideData(sql=q.sql_sent_by(sid))
+            data = SideData(sql=q.sql_sent_by(sid), skipped=q.skipped(sid))
+            if q.test is not None:
+                sides[sid].test_of[q.name] = q.test
             by_session: dict[int, list[float]] = {}
             for s in per:
                 if s.error:
@@ -85,6 +90,7 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
                 data.sessions = [by_session[k] for k in sorted(by_session)]
             sides[sid].queries[q.name] = data
     for sid, side in sides.items():
+        side.tests = doc.tests
         readings = {"client": doc.machine.get("client") or [],
                     "server": (doc.machine.get("servers") or {}).get(sid) or [],
                     "reference": doc.machine.get("reference") or []}
@@ -112,7 +118,10 @@ def merge_sides(parts: list[Side], label: str) -> Side:
             m.errors += d.errors
             m.error_sample = m.error_sample or d.error_sample
             m.sessions += d.sessions or ([list(d.times)] if d.times else [])
+            m.skipped = m.skipped or d.skipped
         side.calibration += part.calibration
+        side.test_of.update(part.test_of)
+        side.tests = side.tests or part.tests
         for k, readings in part.machine.items():
             side.machine.setdefault(k, []).extend(readings)
     for d in side.queries.values():

@@ -54,9 +54,42 @@ def summary(doc: dict[str, Any]) -> list[Text]:
         out.append(Text(f"TOTAL of medians: A {t['a']:.1f} ms, B {t['b']:.1f} ms ({change(t['ratio'])})", "summary"))
     out += machine_lines(s.get("machine"), s.get("shift"))
     out += [Text(f"Note: {note}", "summary") for note in doc.get("notes", [])]
-    out.append(Text(f"Threshold ±{s['threshold']:.0%}, alpha {s['alpha']} with {s['correction']} correction "
-                    "across queries.", "summary"))
+    if doc.get("method") == "clickhouse":
+        out.append(Text("Decided by ClickHouse CI's rule (--method clickhouse): randomization test on medians, "
+                        "10,000 splits; changed when |diff| > max(10%, the test's threshold) and ≥ the 0.99 "
+                        "quantile; unstable when that quantile > max(20%, threshold + 10%). The interval and p "
+                        "shown are chbench's.", "summary", {"data-method": "clickhouse"}))
+    else:
+        out.append(Text(f"Decided by chbench's rule: threshold ±{s['threshold']:.0%} (or a test's own, if larger), "
+                        f"alpha {s['alpha']} with {s['correction']} correction across queries.", "summary",
+                        {"data-method": "chbench"}))
     return out
+
+
+TEST_COLUMNS = [
+    Column("test", align="left", key="name"), Column("queries", "d"), Column("slower", "d"), Column("faster", "d"),
+    Column("unstable", "d"), Column("no change", "d", key="no_change"), Column("skipped", "d"),
+    Column("failed", "d"), Column("geometric mean", "change", key="geomean"),
+    Column("notes", align="left", key="notes"),
+]
+
+
+def test_table(doc: dict[str, Any]) -> Table | None:
+    """Per performance test: its queries' verdicts and the geometric mean of their ratios."""
+    tests = doc.get("tests")
+    if not tests:
+        return None
+    t = Table(TEST_COLUMNS, title="Per test")
+    for r in tests:
+        v = r["verdicts"]
+        failed = sum(n for k, n in v.items() if k in ("failed", "fails on B only"))
+        notes = [r["note"]] if r.get("note") else []
+        if r.get("threshold") is not None and r["threshold"] != 0.05:
+            notes.append(f"threshold {r['threshold']:.0%}")
+        t.add(r["name"], r["queries"], v.get("slower", 0), v.get("faster", 0), v.get("unstable", 0),
+              v.get("no change", 0), v.get("skipped", 0), failed, r.get("geomean"), "; ".join(notes),
+              key=("data-test", r["name"]))
+    return t
 
 
 def machine_lines(m: dict[str, Any] | None, shift: dict[str, Any] | None) -> list[Text]:
@@ -136,8 +169,11 @@ def per_query_charts(cmp: Comparison) -> list[Details]:
 
 def comparison_section(cmp: Comparison, charts: bool = True) -> Section:
     doc = cmp.doc
-    blocks: list[Any] = [Text(f"A = {doc.get('a_label', 'A')}"), Text(f"B = {doc.get('b_label', 'B')}"),
-                         verdict_table(doc), *summary(doc)]
+    blocks: list[Any] = [Text(f"A = {doc.get('a_label', 'A')}"), Text(f"B = {doc.get('b_label', 'B')}")]
+    tests = test_table(doc)
+    if tests is not None:
+        blocks.append(tests)
+    blocks += [verdict_table(doc), *summary(doc)]
     probes = machine_table(doc["summary"].get("machine"))
     if probes is not None:
         blocks.append(probes)

@@ -70,6 +70,9 @@ def run_table(doc: RunDocument) -> Table:
             ok = [x for x in d.client_ms if x is not None]
             lo, hi = median_ci(ok) if ok else (None, None)
             errors = Cell(d.errors, text=f"{d.errors} ({d.first_error[:60]})" if d.errors else "0")
+            why = q.skipped(sid) or q.sides.get(sid, {}).get("failed")
+            if why and not d.client_ms:
+                errors = Cell(0, text=f"skipped: {why}"[:80] if q.skipped(sid) else str(why)[:80])
             t.add(q.name, sid, len(d.client_ms), errors, median(d.client_ms), (lo, hi), median(d.server_ms),
                   median(d.cpu_ms), median(d.memory), median(d.read_rows))
     return t
@@ -77,7 +80,8 @@ def run_table(doc: RunDocument) -> Table:
 
 def run_section(path: str, doc: RunDocument, charts: bool = True) -> Section:
     targets = "; ".join(f"{k} = {v}" for k, v in doc.side_labels().items())
-    blocks: list[Any] = [Text(f"{path} — status {doc.status}; targets: {targets}"), run_table(doc)]
+    blocks: list[Any] = [Text(f"{path} — status {doc.status}; targets: {targets}"), *test_lines(doc),
+                         run_table(doc)]
     if charts:
         for q in doc.queries:
             sides = {sid: side_samples(q, sid) for sid in q.side_ids()}
@@ -90,3 +94,23 @@ def run_section(path: str, doc: RunDocument, charts: bool = True) -> Section:
                 chart(f"order-{k}", "run_order", [(s, d.client_ms, d.server_ms) for s, d in sides.items()]),
             ])]))
     return Section(f"Run: {Path(path).name}", "run", blocks)
+
+
+def test_lines(doc: RunDocument) -> list[Text]:
+    """Performance tests: one line each — queries run and skipped, and why a test did not run."""
+    out = []
+    for t in doc.tests:
+        names = set(t.get("queries") or [])
+        qs = [q for q in doc.queries if q.name in names]
+        skipped = sum(1 for q in qs if all(q.skipped(sid) for sid in q.side_ids()))
+        line = f"test {t['name']}: {len(qs)} queries" + (f", {skipped} skipped" if skipped else "")
+        if t.get("not_chosen"):
+            line += f", {len(t['not_chosen'])} of {t.get('expanded')} not chosen (--max-queries)"
+        for what in ("error", "skipped", "failed"):
+            v = t.get(what)
+            if v:
+                line += f" — {what}: " + (v if isinstance(v, str) else "; ".join(
+                    f"{sid}: {x if isinstance(x, str) else x.get('element', '') + ': ' + str(x['error']['message'])}"
+                    for sid, x in v.items()))
+        out.append(Text(line[:400]))
+    return out

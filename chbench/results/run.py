@@ -86,16 +86,26 @@ class RunQuery:
     sides: dict[str, dict[str, Any]]  # per side: sql, sql_sent (and the query's own settings)
     samples: list[RunSample] = field(default_factory=list)
     errors: int = 0
+    test: str | None = None  # the performance test it belongs to (its entry in the document's tests)
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "sql": self.sql, "sql_sent": self.sql_sent, "target": self.target,
-                "sides": self.sides, "samples": [s.to_json() for s in self.samples], "errors": self.errors}
+        out = {"name": self.name, "sql": self.sql, "sql_sent": self.sql_sent, "target": self.target,
+               "sides": self.sides, "samples": [s.to_json() for s in self.samples], "errors": self.errors}
+        if self.test is not None:
+            out["test"] = self.test
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RunQuery:
         return cls(name=str(d["name"]), sql=d.get("sql", ""), sql_sent=d.get("sql_sent", d.get("sql", "")),
                    target=d.get("target", "A"), sides=d.get("sides") or {},
-                   samples=[RunSample.from_json(s) for s in d["samples"]], errors=int(d.get("errors", 0)))
+                   samples=[RunSample.from_json(s) for s in d["samples"]], errors=int(d.get("errors", 0)),
+                   test=d.get("test"))
+
+    def skipped(self, side: str) -> str | None:
+        """Why this side did not run it (a missing table, an unknown setting, …), if it did not."""
+        why = self.sides.get(side, {}).get("skipped")
+        return str(why) if why else None
 
     def side_ids(self) -> list[str]:
         return [self.target] if isinstance(self.target, str) else list(self.target)
@@ -128,7 +138,7 @@ class Calibration:
 @dataclass(kw_only=True)
 class RunDocument(Document):
     kind: ClassVar[str] = "run"
-    KEYS: ClassVar[tuple[str, ...]] = ("targets", "queries", "calibration", "machine", "checks")
+    KEYS: ClassVar[tuple[str, ...]] = ("targets", "queries", "calibration", "machine", "checks", "tests")
 
     targets: list[RunTarget] = field(default_factory=list)
     queries: list[RunQuery] = field(default_factory=list)
@@ -140,12 +150,18 @@ class RunDocument(Document):
     # {"answers": {query: {"a", "b", "equal"}}, "plans": {query: {"a", "b", "changed"}},
     #  "settings": {"changed_defaults": [...]}} (chbench/upgrade/checks.py); absent otherwise
     checks: dict[str, Any] = field(default_factory=dict)
+    # performance tests (chbench/workload/formats/perftest.py), in run order: name, file,
+    # threshold, settings, queries (names), expanded, not_chosen, and per side why it was
+    # skipped or failed, its set-up and tear-down errors (docs/results-schema.md); absent otherwise
+    tests: list[dict[str, Any]] = field(default_factory=list)
 
     def body(self) -> dict[str, Any]:
         out = {"targets": [t.to_json() for t in self.targets], "queries": [q.to_json() for q in self.queries],
                "calibration": [c.to_json() for c in self.calibration], "machine": self.machine}
         if self.checks:
             out["checks"] = self.checks
+        if self.tests:
+            out["tests"] = self.tests
         return out
 
     @classmethod
@@ -154,7 +170,7 @@ class RunDocument(Document):
         return {"targets": [RunTarget.from_json(t) for t in targets],
                 "queries": [RunQuery.from_json(q) for q in d["queries"]],
                 "calibration": [Calibration.from_json(c) for c in d.get("calibration") or []],
-                "machine": d.get("machine") or {}, "checks": d.get("checks") or {}}
+                "machine": d.get("machine") or {}, "checks": d.get("checks") or {}, "tests": d.get("tests") or []}
 
     def side_labels(self) -> dict[str, str]:
         return {t.id: t.label or t.url for t in self.targets}

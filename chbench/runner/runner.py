@@ -27,6 +27,7 @@ from chbench.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_SERVER_LOST,
+    EXIT_USAGE,
     ConnectError,
     QueryError,
     ServerLost,
@@ -36,11 +37,12 @@ from chbench.plan import Plan, SidePlan
 from chbench.results import Calibration, Meta, ResultsWriter, RunDocument, RunQuery, RunSample, RunTarget
 from chbench.results.environment import now_iso
 from chbench.runner.execute import execute
-from chbench.runner.settings import query_settings, settings_to_send, statement_settings
+from chbench.runner.groups import GroupRun, skip_if_missing
+from chbench.runner.settings import group_settings, query_settings, settings_to_send, statement_settings
 from chbench.stats.summary import relative_ci_halfwidth
 from chbench.targets import ServerInfo, Target
 from chbench.ui.progress import Progress
-from chbench.workload import CALIBRATION_FALLBACK_SQL, CALIBRATION_SQL, prepare_sql
+from chbench.workload import CALIBRATION_FALLBACK_SQL, CALIBRATION_SQL, Query, prepare_sql
 
 # The calibration query runs after a round, at most once a second: often enough to
 # follow the machine, rarely enough not to disturb suites of very short queries.
@@ -70,6 +72,7 @@ class QueryState:
     errors: dict[str, int] = field(default_factory=dict)
     settings: dict[str, dict[str, str]] = field(default_factory=dict)  # per side, as sent
     spent_s: float = 0.0
+    group: str | None = None  # its performance test
 
     def finished(self) -> bool:
         return all(self.done.get(s, False) for s in self.sides)
@@ -84,9 +87,11 @@ class RunOutcome:
 
 class Runner:
     def __init__(self, plan: Plan, out: str | None, progress: Progress,
-                 after: Callable[[Runner], None] | None = None) -> None:
+                 after: Callable[[Runner, list[str]], None] | None = None) -> None:
         self.plan = plan
-        self.after = after  # untimed work on the targets after the rounds, before tear-down
+        # untimed work on the targets after the rounds, before tear-down: (runner, the
+        # queries just measured) — once per performance test, then for the other queries
+        self.after = after
         self.progress = progress
         self.doc = RunDocument(meta=Meta(extra={"mode": "side-by-side" if plan.side_by_side else "single",
                                                 "options": plan.options()}))
@@ -99,6 +104,7 @@ class Runner:
         self.counter = 0
         self.machine: MachineRecorder | None = None  # made when the rounds begin (after set-up)
         self.session = 0
+        self.notes: list[str] = []  # performance tests skipped or failing, as told to the user
 
     # -- the results document ------------------------------------------------------------
     def _connect(self) -> None:
@@ -132,13 +138,15 @@ class Runner:
             assert first is not None
             entry = entries.get(name) or RunQuery(name=name, sql=first.sql,
                                                   sql_sent=prepare_sql(first.sql, self.plan.keep_format),
-                                                  target=sides[0] if len(sides) == 1 else sides, sides={})
-            st = QueryState(name=name, entry=entry, sides=sides)
+                                                  target=sides[0] if len(sides) == 1 else sides, sides={},
+                                                  test=first.group)
+            st = QueryState(name=name, entry=entry, sides=sides, group=first.group)
             for sid in sides:
-                q = self.by_id[sid].query(name)
+                side = self.by_id[sid]
+                q = side.query(name)
                 assert q is not None
                 entry.sides[sid] = {"sql": q.sql, "sql_sent": prepare_sql(q.sql, self.plan.keep_format)}
-                st.settings[sid], unknown = query_settings(self.sent[sid], q.settings, self.infos[sid])
+                st.settings[sid], unknown = query_settings(self.base_settings(sid, q), q.settings, self.infos[sid])
                 if q.settings:
                     entry.sides[sid]["settings"] = dict(q.settings)
                 if unknown:
@@ -176,7 +184,7 @@ class Runner:
             try:
                 stop = self._sessions(states)
                 if stop is None and self.after is not None:
-                    stop = self._guard(partial(self.after, self))
+                    stop = self._guard(partial(self.after, self, [st.name for st in states if st.group is None]))
             finally:
                 self._teardown()  # whatever ended the run
                 if self.machine is not None:
@@ -190,6 +198,15 @@ class Runner:
         if failed:
             problems.append(f"{len(failed)} quer{'y' if len(failed) == 1 else 'ies'} failed: "
                             + ", ".join(failed[:5]) + (" …" if len(failed) > 5 else ""))
+        unreadable = [t["name"] for t in self.doc.tests if t.get("error")]
+        broken = [t["name"] for t in self.doc.tests if t.get("failed")]
+        if broken:
+            problems.append(f"set-up failed in {len(broken)} test{'s' if len(broken) > 1 else ''}: "
+                            + ", ".join(broken[:5]) + (" …" if len(broken) > 5 else ""))
+        if unreadable:
+            problems.append(f"{len(unreadable)} test file{'s' if len(unreadable) > 1 else ''} could not be read: "
+                            + ", ".join(unreadable[:5]) + (" …" if len(unreadable) > 5 else ""))
+            return RunOutcome(self.doc, EXIT_USAGE, "; ".join(problems))
         return RunOutcome(self.doc, EXIT_FINDING, "; ".join(problems)) if problems else RunOutcome(self.doc, EXIT_OK)
 
     def _sessions(self, states: list[QueryState]) -> tuple[str, int, str] | None:
@@ -223,8 +240,7 @@ class Runner:
                 self.machine = MachineRecorder([(s.id, s.target) for s in self.plan.sides], self.doc.machine)
             self.progress.start(states, self.plan)
             try:
-                self._warmup(states)
-                self._rounds(states)
+                self._phases(states)
             finally:
                 self.progress.stop()
 
@@ -244,6 +260,69 @@ class Runner:
             except ConnectError as e:
                 raise ServerLost(f"session {k}: {e}") from None
         self.doc.meta.extra.setdefault("sessions", []).append({"index": k, "started_at": now_iso()})
+
+    # -- performance tests: one group after another (runner/groups.py) ---------------------
+    def _group_names(self) -> list[str]:
+        names: list[str] = []
+        for side in self.plan.sides:
+            names += [g.name for g in side.workload.groups if g.name not in names]
+        return names
+
+    def _phases(self, states: list[QueryState]) -> None:
+        """The queries outside any group, then each group with its own set-up and tear-down."""
+        loose = [st for st in states if st.group is None]
+        if loose:
+            self._warmup(loose)
+            self._rounds(loose)
+        for name in self._group_names():
+            group = GroupRun(self, name, [st for st in states if st.group == name])
+            if not group.check():
+                continue
+            try:
+                group.setup()
+                group.check_queries()
+                # at least one untimed run, as ClickHouse's runner prewarms: what the
+                # static check missed (a missing table) fails there, never timed
+                self._warmup(group.states, max(1, self.plan.warmup))
+                self._rounds(group.states)
+                if self.after is not None:
+                    self.after(self, [st.name for st in group.states])
+            finally:
+                group.teardown()
+                self.writer.checkpoint(force=True)
+
+    def base_settings(self, sid: str, q: Query) -> dict[str, str]:
+        """What a query of this side runs with before its own settings: the side's, with
+        its performance test's on top (and the user's over both)."""
+        side = self.by_id[sid]
+        group = side.workload.group(q.group) if q.group else None
+        if group is None:
+            return self.sent[sid]
+        return group_settings(self.sent[sid], group.settings, side.settings, self.infos[sid])
+
+    def skip(self, st: QueryState, sid: str, why: str) -> None:
+        """This side does not run the query, for this reason (never timed)."""
+        if sid in st.sides and not st.done.get(sid):
+            st.done[sid] = True
+            st.entry.sides[sid]["skipped"] = why
+
+    def note(self, line: str) -> None:
+        """A line about the run for the user (a test skipped or failing), kept for the end too."""
+        self.notes.append(line)
+        self.progress.note(line)
+
+    def missing_tables(self, target: Target, names: list[str]) -> list[str]:
+        """Which of these tables do not exist on the target (untimed ``EXISTS TABLE``)."""
+        missing = []
+        for name in names:
+            try:
+                rows = target.query_rows(f"EXISTS TABLE {name}")
+                exists = bool(rows) and rows[0][0].strip() == "1"
+            except QueryError:
+                exists = False
+            if not exists:
+                missing.append(name)
+        return missing
 
     # -- set-up and tear-down --------------------------------------------------------------
     def _groups(self, which: str) -> list[tuple[Target, list[str], list[SidePlan]]]:
@@ -324,10 +403,12 @@ class Runner:
     def _run_once(self, st: QueryState, sid: str, round_no: int, warmup: bool) -> None:
         s = self._execute(self.by_id[sid], st.entry.sides[sid]["sql_sent"], st.settings[sid], round_no, warmup)
         self._record(st, s)
+        if warmup and s.error:
+            skip_if_missing(self, st, s)
         self.progress.sample(st, s)
 
-    def _warmup(self, states: list[QueryState]) -> None:
-        for _ in range(self.plan.warmup):
+    def _warmup(self, states: list[QueryState], runs: int | None = None) -> None:
+        for _ in range(self.plan.warmup if runs is None else runs):
             for st in states:
                 for sid in st.sides:
                     if not st.done[sid]:
@@ -401,7 +482,7 @@ class Runner:
 
 
 def run_plan(plan: Plan, out: str | None, progress: Progress,
-             after: Callable[[Runner], None] | None = None) -> RunOutcome:
+             after: Callable[[Runner, list[str]], None] | None = None) -> RunOutcome:
     return Runner(plan, out, progress, after).run()
 
 

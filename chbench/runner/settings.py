@@ -42,3 +42,10 @@ def query_settings(sent: dict[str, str], own: dict[str, str], info: ServerInfo) 
 def statement_settings(sent: dict[str, str]) -> dict[str, str]:
     """Set-up and tear-down: the side's settings, without read-only (they are there to write)."""
     return {k: v for k, v in sent.items() if k != "readonly"}
+
+
+def group_settings(sent: dict[str, str], group: dict[str, str], user: dict[str, str],
+                   info: ServerInfo) -> dict[str, str]:
+    """A performance test's statements and queries: the side's settings, the test's on
+    top, and the user's over both (what is compared, e.g. --setting-b, wins) — known ones."""
+    return {**sent, **{k: v for k, v in {**group, **user}.items() if info.knows(k)}}

@@ -39,6 +39,7 @@ class SideData:
     summary: dict[str, float] | None = None  # foreign files without raw samples
     sql: str | None = None
     sessions: list[list[float]] = field(default_factory=list)  # times per session, when there are several
+    skipped: str | None = None  # why this side did not run it (a performance test's missing table, …)
 
     @property
     def summary_only(self) -> bool:
@@ -49,7 +50,7 @@ class SideData:
         return SideData(times=[t * factor for t in self.times], server_times=[t * factor for t in self.server_times],
                         client_times=[t * factor for t in self.client_times], errors=self.errors,
                         error_sample=self.error_sample, summary=self.summary, sql=self.sql,
-                        sessions=[[t * factor for t in s] for s in self.sessions])
+                        sessions=[[t * factor for t in s] for s in self.sessions], skipped=self.skipped)
 
     def median(self) -> float | None:
         if self.times:
@@ -72,6 +73,12 @@ class Options:
     # (robust sd of their log ratios' deviations), in place of the factor above
     between_run_sd: float | None = None
     typical_within_sd: float = 0.0  # the typical query's own (bootstrap) sd, part of that scatter
+    # per query, a larger threshold its author set (a performance test's max_ignored_relative_change)
+    query_thresholds: dict[str, float] = field(default_factory=dict)
+
+    def for_query(self, name: str) -> Options:
+        own = self.query_thresholds.get(name)
+        return replace(self, threshold=own) if own is not None and own > self.threshold else self
 
 
 def holm(pvalues: list[float]) -> list[float]:
@@ -177,14 +184,14 @@ def _judge(names: list[str], side_a: dict[str, SideData], side_b: dict[str, Side
         a, b = side_a.get(name), side_b.get(name)
         row = _new_row(name, a, b)
         rows.append(row)
-        if a is None or b is None or row["verdict"] in ("failed", "fails on B only"):
+        if a is None or b is None or row["verdict"] in ("failed", "fails on B only", "skipped"):
             continue
         _flags(row, a, b)
         if a.summary_only or b.summary_only:
             row["flags"].append("summary numbers only: weaker verdict")
-            _summary_verdict(row, a, b, opts.threshold)
+            _summary_verdict(row, a, b, opts.for_query(name).threshold)
             continue
-        boots[len(rows) - 1] = _test(row, a, b, opts, rng, widen, extra_half)
+        boots[len(rows) - 1] = _test(row, a, b, opts.for_query(name), rng, widen, extra_half)
         tested.append(len(rows) - 1)
     _verdicts(rows, tested, opts, widen, machine_step)
     return rows, boots, tested
@@ -196,6 +203,10 @@ def _new_row(name: str, a: SideData | None, b: SideData | None) -> dict[str, Any
                            "a": _side_json(a), "b": _side_json(b), "flags": [], "reasons": []}
     if a is None or b is None:
         row["verdict"] = "only in A" if b is None else "only in B"
+        return row
+    if a.skipped or b.skipped:
+        row["verdict"] = "skipped"
+        row["reasons"] = [f"{label}: {s.skipped}" for label, s in (("A", a), ("B", b)) if s.skipped]
         return row
     a_failed = not a.times and not a.summary_only
     b_failed = not b.times and not b.summary_only
@@ -325,9 +336,13 @@ def _verdicts(rows: list[dict[str, Any]], tested: list[int], opts: Options, wide
         adj = benjamini_hochberg(pv)
     else:
         adj = list(pv)
-    eff_thr = opts.threshold + widen + machine_step
+    base = opts
     for i, p_adj in zip(tested, adj, strict=True):
         row = rows[i]
+        opts = base.for_query(row["name"])
+        eff_thr = opts.threshold + widen + machine_step
+        if opts.threshold != base.threshold:
+            row["threshold"] = opts.threshold
         row["p_adjusted"] = p_adj
         ratio = row["ratio"]
         lo, hi = row["ci"]

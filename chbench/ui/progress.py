@@ -36,8 +36,13 @@ class Progress:
     def stop(self) -> None:
         pass
 
+    def note(self, line: str) -> None:
+        """A line about the run (a performance test skipped or failing)."""
+
 
 def _describe(st: QueryState, sid: str) -> str:
+    if st.entry.sides.get(sid, {}).get("skipped"):
+        return f"{sid}: skipped"
     ok = st.ok_times[sid]
     errs = st.errors[sid]
     if not ok:
@@ -54,6 +59,12 @@ class PlainProgress(Progress):
 
     def query_done(self, st: QueryState) -> None:
         print(f"{st.name:<28} " + "   ".join(_describe(st, sid) for sid in st.sides), file=self.stream, flush=True)
+
+    def note(self, line: str) -> None:
+        print(line, file=self.stream, flush=True)
+
+
+MAX_ROWS = 30
 
 
 class LiveProgress(Progress):
@@ -75,10 +86,21 @@ class LiveProgress(Progress):
         t.add_column("query")
         t.add_column("state")
         t.add_column("runs / median / 95% interval")
-        for st in getattr(self, "states", []):
+        states = getattr(self, "states", [])
+        done = [st for st in states if st.finished()]
+        shown = states
+        if len(states) > MAX_ROWS:  # a long suite (performance tests): the queries at hand
+            at = next((i for i, st in enumerate(states) if not st.finished()), len(states))
+            shown = states[max(0, at - 3): max(0, at - 3) + MAX_ROWS]
+        for st in shown:
             state = "done" if st.finished() else ("running" if st.name == self.current else "")
             t.add_row(st.name, state, "   ".join(_describe(st, sid) for sid in st.sides))
+        if len(shown) < len(states):
+            t.add_row(f"… {len(states)} queries", f"{len(done)} done", "")
         return t
+
+    def note(self, line: str) -> None:
+        self.console.print(line, highlight=False, markup=False)
 
     def _draw(self, force: bool = False) -> None:
         if self.live is not None and (force or time.monotonic() - self.last_draw >= 0.25):

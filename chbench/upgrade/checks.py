@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from chbench.plan import SidePlan
     from chbench.runner.runner import Runner
     from chbench.targets import Target
+    from chbench.workload import Query
 
 SHOWN_ROWS = 20  # results this small keep their rows (the report shows the differing ones)
 _FORMAT = re.compile(r"\bFORMAT\s+\w+\s*$", re.I)
@@ -39,12 +40,15 @@ _FORMAT = re.compile(r"\bFORMAT\s+\w+\s*$", re.I)
 _STEP = re.compile(r"^[A-Z][A-Za-z0-9]*(?: \(.*\))?$")
 
 
-def run_checks(runner: Runner, data_sql: str | None = None) -> None:
-    """Answers, plans and settings of both sides into ``runner.doc.checks``; with
-    ``data_sql`` (a checksum of the data each side built), whether both built the same."""
+def run_checks(runner: Runner, names: list[str], data_sql: str | None = None) -> None:
+    """Answers and plans of these queries on both sides into ``runner.doc.checks`` (called
+    once per performance test, before its tear-down, then for the other queries), with the
+    changed setting defaults; with ``data_sql`` (a checksum of the data each side built),
+    whether both built the same. Queries a side skipped or never ran are not checked."""
     sides = runner.plan.sides
-    checks: dict[str, Any] = {"answers": {}, "plans": {}, "settings": settings_diff(runner)}
-    if data_sql:
+    checks: dict[str, Any] = runner.doc.checks or {"answers": {}, "plans": {}, "settings": settings_diff(runner)}
+    entries = {q.name: q for q in runner.doc.queries}
+    if data_sql and "data" not in checks:
         got = {}
         for s in sides:
             try:
@@ -52,17 +56,20 @@ def run_checks(runner: Runner, data_sql: str | None = None) -> None:
             except QueryError as e:
                 got[s.id.lower()] = [["error", e.message]]
         checks["data"] = {"sql": data_sql, **got, "equal": got["a"] == got["b"]}
-    for name in runner.plan.query_names():
+    runner.doc.checks = checks
+    for name in names:
         per_side = [(s, s.query(name)) for s in sides]
-        if any(q is None or not returns_rows(q.sql) for _, q in per_side):
+        entry = entries.get(name)
+        if any(q is None or not returns_rows(q.sql) for _, q in per_side) or entry is None or \
+                any(entry.skipped(s.id) or not entry.measured(s.id) for s in sides):
             continue
-        answers = {s.id.lower(): answer(runner, s, q.sql, q.settings) for s, q in per_side if q is not None}
+        answers = {s.id.lower(): answer(runner, s, q) for s, q in per_side if q is not None}
         equal = answers_equal(answers["a"], answers["b"])
         if equal is False and answers["a"]["types"] == answers["b"]["types"]:
             # confirmed single-threaded before it is called a changed answer: with threads,
             # an approximate aggregate can repeat on one side and still differ from the
             # other (seen: the built-in `uniq`/`quantiles` at small scales, A/A)
-            single = {s.id.lower(): answer(runner, s, q.sql, q.settings, single=True) for s, q in per_side if q}
+            single = {s.id.lower(): answer(runner, s, q, single=True) for s, q in per_side if q}
             if answers_equal(single["a"], single["b"]) is True:
                 answers, equal = single, True
         checks["answers"][name] = {**answers, "equal": equal}
@@ -82,7 +89,7 @@ def _plain(sql: str) -> str:
     return body[: m.start()].rstrip() if m else body
 
 
-def answer(runner: Runner, side: SidePlan, sql: str, own: dict[str, str], single: bool = False) -> dict[str, Any]:
+def answer(runner: Runner, side: SidePlan, q: Query, single: bool = False) -> dict[str, Any]:
     """{"rows", "checksum", "mode", "names", "types", "stable"[, "sample"]} or {"error": …}.
 
     Asked twice: some answers vary from run to run on one version (``quantiles`` samples
@@ -91,7 +98,8 @@ def answer(runner: Runner, side: SidePlan, sql: str, own: dict[str, str], single
     thread scheduling no longer decides (measured: the built-in ``quantiles`` query varies
     in its third digit with 2 threads, not at all with one); if it still varies, its
     answer cannot be compared across versions (``stable``: false)."""
-    settings, _ = query_settings(runner.sent[side.id], own, runner.infos[side.id])
+    settings, _ = query_settings(runner.base_settings(side.id, q), q.settings, runner.infos[side.id])
+    sql = q.sql
     shape = analyse(sql)
     out: dict[str, Any] = {}
     for extra in ({"max_threads": "1"},) if single else ({}, {"max_threads": "1"}):

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 from chbench.clickbench.loading import legacy_create_sql
 from chbench.clickbench.synthetic import TABLE, insert_sql
-from chbench.workload import Workload, default_suite, load_workload, read_workload
+from chbench.workload import PerfTestOptions, Workload, default_suite, load_workload, read_workload
 
 SEED = 1  # the synthetic hits' seed: both sides must build the same rows
 # every column of a hits row, hashed by the engine: equal on both sides when the data is
 DATA_CHECK_SQL = f"SELECT count(), sum(cityHash64(*)) FROM {TABLE}"
 
 
-def upgrade_workload(suite: str, queries: str | None, setup: str | None, rows: int, scale: float) -> Workload:
+def upgrade_workload(suite: str, queries: str | None, setup: str | None, rows: int, scale: float,
+                     tests: list[str] | None = None, test_options: PerfTestOptions | None = None) -> Workload:
     """The workload both sides run; ``--setup FILE`` statements run before the suite's own."""
-    if queries:
-        wl = load_workload([queries], [], scale=scale)
+    if queries or tests:
+        wl = load_workload([queries] if queries else [], [], scale=scale, tests=tests, test_options=test_options)
     elif suite == "clickbench":
         from chbench.clickbench import workload
 

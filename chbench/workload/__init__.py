@@ -6,20 +6,24 @@ from chbench.workload.formats import (
     CALIBRATION_FALLBACK_SQL,
     CALIBRATION_SQL,
     FORMATS,
+    PerfTestOptions,
     default_suite,
     load_workload,
     parse_queries,
     parse_workload,
     read_workload,
 )
-from chbench.workload.model import Query, Workload, prepare_sql, query_name
+from chbench.workload.model import Group, Query, Statement, Workload, prepare_sql, query_name
 
 __all__ = [
     "AUTO",
     "CALIBRATION_FALLBACK_SQL",
     "CALIBRATION_SQL",
     "FORMATS",
+    "Group",
     "Query",
+    "Statement",
+    "PerfTestOptions",
     "Workload",
     "default_suite",
     "load_workload",

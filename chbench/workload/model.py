@@ -16,6 +16,55 @@ class Query:
     sql: str
     weight: int = 1  # share of a load mix (chbench load); run ignores it
     settings: dict[str, str] = field(default_factory=dict)  # this query's own settings (over the workload's)
+    group: str | None = None  # the group (a performance test) it belongs to
+    tables: list[str] = field(default_factory=list)  # tables it reads that its group does not create
+
+
+@dataclass
+class Statement:
+    """An untimed statement of a group, and the element it came from (for error lines)."""
+
+    sql: str
+    origin: str  # e.g. "<fill_query> #2"
+
+
+@dataclass
+class Group:
+    """Queries that run together between a set-up and a tear-down of their own: one
+    ClickHouse performance test (``formats/perftest.py``).
+
+    The runner takes groups one after another: ``cleanup`` (errors ignored), ``setup``,
+    the group's queries in rounds, ``teardown`` — each with the group's ``settings``.
+    A group whose ``skip`` is set runs nothing (its queries are recorded as skipped);
+    ``error`` marks a group that could not be read at all (bad input)."""
+
+    name: str
+    source: str
+    queries: list[str] = field(default_factory=list)  # names, in order
+    setup: list[Statement] = field(default_factory=list)
+    teardown: list[Statement] = field(default_factory=list)
+    cleanup: list[Statement] = field(default_factory=list)  # before set-up, errors ignored
+    settings: dict[str, str] = field(default_factory=dict)
+    threshold: float | None = None  # the smallest change the test's author wants reported
+    requires: list[str] = field(default_factory=list)  # tables that must exist (preconditions)
+    tables: list[str] = field(default_factory=list)  # tables its set-up reads and does not create
+    tags: list[str] = field(default_factory=list)
+    skip: str | None = None
+    error: str | None = None
+    expanded: int = 0  # queries its templates expand to (before --max-queries)
+    not_chosen: list[str] = field(default_factory=list)  # left out by --max-queries
+
+    def describe(self) -> dict[str, object]:
+        out: dict[str, object] = {"name": self.name, "file": self.source, "queries": list(self.queries),
+                                  "expanded": self.expanded, "settings": dict(self.settings),
+                                  "threshold": self.threshold, "tags": list(self.tags)}
+        if self.not_chosen:
+            out["not_chosen"] = list(self.not_chosen)
+        if self.skip:
+            out["skipped"] = self.skip
+        if self.error:
+            out["error"] = self.error
+        return out
 
 
 @dataclass
@@ -32,6 +81,7 @@ class Workload:
     teardown: list[str] = field(default_factory=list)
     settings: dict[str, str] = field(default_factory=dict)
     source: str = ""
+    groups: list[Group] = field(default_factory=list)  # empty: the queries are one group
 
     def query(self, name: str) -> Query | None:
         for q in self.queries:
@@ -44,8 +94,14 @@ class Workload:
 
     def describe(self) -> dict[str, object]:
         """For results files: where it came from and what runs around the queries."""
-        return {"source": self.source, "queries": len(self.queries), "setup": list(self.setup),
-                "teardown": list(self.teardown), "settings": dict(self.settings)}
+        out: dict[str, object] = {"source": self.source, "queries": len(self.queries), "setup": list(self.setup),
+                                  "teardown": list(self.teardown), "settings": dict(self.settings)}
+        if self.groups:
+            out["tests"] = len(self.groups)
+        return out
+
+    def group(self, name: str) -> Group | None:
+        return next((g for g in self.groups if g.name == name), None)
 
 
 _RESULT_KEYWORDS = ("select", "with", "(", "show", "explain", "describe", "desc", "exists")

@@ -64,3 +64,61 @@ def scan(sql: str, keep_strings: bool) -> tuple[list[str], list[int]]:
             out.append(c)
             i += 1
     return out, semis
+
+
+# -- the tables a statement names (a performance test's data sets) ----------------------
+_TOKEN = re.compile(r"`[^`]*`|\"[^\"]*\"|[A-Za-z_][A-Za-z_0-9]*|[().,]")
+_CREATE = re.compile(
+    r"^\s*create\s+(?:or\s+replace\s+)?(?:temporary\s+)?(table|view|materialized\s+view|live\s+view|dictionary|"
+    r"database)\s+(?:if\s+not\s+exists\s+)?((?:`[^`]*`|\"[^\"]*\"|[A-Za-z_]\w*)(?:\.(?:`[^`]*`|\"[^\"]*\"|"
+    r"[A-Za-z_]\w*))?)", re.IGNORECASE)
+_NOT_A_TABLE = {"select", "with", "function", "table", "values", "format", "settings", "final"}
+
+
+def _tokens(sql: str) -> list[str]:
+    """Identifiers (quoted ones as written), parentheses, dots and commas of ``sql`` with
+    its comments and string literals masked."""
+    masked = strip_comments_and_strings(sql, keep_strings=False)
+    return [sql[m.start():m.end()] for m in _TOKEN.finditer(masked)]
+
+
+def created_objects(sql: str) -> tuple[str, str] | None:
+    """(kind, name) of what a CREATE statement creates (kind: table, view, …, database)."""
+    m = _CREATE.match(strip_comments_and_strings(sql, keep_strings=True))
+    return (" ".join(m.group(1).lower().split()), m.group(2)) if m else None
+
+
+def tables_named(sql: str) -> list[str]:
+    """The tables a statement reads or writes, as written (``db.t`` or ``t``): names after
+    FROM, JOIN and INTO at the level of a query or subquery — not inside a function's
+    parentheses (``extract(DAY FROM d)``), not table functions (``numbers(10)``), not
+    ARRAY JOIN, not names the statement itself defines with ``WITH name AS (…)``.
+    Found without a parser: what it misses, the server reports when the query runs."""
+    toks = _tokens(sql)
+    low = [t.lower() for t in toks]
+    ctes = {toks[i] for i in range(len(toks) - 3) if low[i + 1] == "as" and toks[i + 2] == "(" and
+            low[i + 3] in ("select", "with")}
+    stack: list[bool] = []  # per open parenthesis: does it hold a query?
+    names: list[str] = []
+    for i, t in enumerate(low):
+        if t == "(":
+            stack.append(i + 1 < len(low) and low[i + 1] in ("select", "with"))
+        elif t == ")":
+            if stack:
+                stack.pop()
+        elif t in ("from", "join", "into") and (not stack or stack[-1]):
+            if t == "join" and i > 0 and low[i - 1] == "array":
+                continue
+            j = i + 1
+            if t == "into" and j < len(low) and low[j] == "table":
+                j += 1
+            if j >= len(toks) or low[j] in _NOT_A_TABLE or not (toks[j][0].isalpha() or toks[j][0] in "_`\""):
+                continue
+            name, j = toks[j], j + 1
+            if j + 1 < len(toks) and toks[j] == ".":
+                name, j = f"{name}.{toks[j + 1]}", j + 2
+            if j < len(toks) and toks[j] == "(":
+                continue  # a table function
+            if name not in ctes and name not in names:
+                names.append(name)
+    return names

@@ -14,12 +14,19 @@ from dataclasses import dataclass
 from chbench.errors import UsageError
 from chbench.files import read_user_file
 from chbench.workload.formats.clickbench import parse_clickbench
+from chbench.workload.formats.perftest import (
+    PerfTestOptions,
+    looks_like_perftest,
+    parse_perftest,
+    read_tests,
+    select_tests,
+)
 from chbench.workload.formats.script import check_text, looks_like_lines, parse_lines, parse_script, parse_tsv
 from chbench.workload.formats.suite import CALIBRATION_FALLBACK_SQL, CALIBRATION_SQL, default_suite
 from chbench.workload.model import Query, Workload
 
-__all__ = ["AUTO", "CALIBRATION_FALLBACK_SQL", "CALIBRATION_SQL", "FORMATS", "Format", "default_suite", "load_workload",
-           "parse_workload", "read_workload"]
+__all__ = ["AUTO", "CALIBRATION_FALLBACK_SQL", "CALIBRATION_SQL", "FORMATS", "Format", "PerfTestOptions",
+           "default_suite", "load_workload", "parse_workload", "read_workload"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,8 @@ class Format:
 AUTO = "auto"
 FALLBACK = "script"
 FORMATS: dict[str, Format] = {f.name: f for f in (
+    Format("perftest", "ClickHouse performance test XML (tests/performance/*.xml)", parse_perftest,
+           detect=looks_like_perftest),
     Format("lines", "one query per line, as clickhouse-benchmark reads a file", parse_lines,
            detect=lambda path, text: looks_like_lines(text)),
     Format("script", "SQL script: ';'-separated statements, comments, '-- name:'", parse_script),
@@ -70,17 +79,32 @@ def read_workload(path: str, fmt: str = AUTO) -> Workload:
     return parse_workload(text, source, fmt)
 
 
-def load_workload(files: list[str], queries: list[str], fmt: str = AUTO, scale: float = 1.0) -> Workload:
-    """What a command runs: query files and ``--query`` texts, in that order, as one
-    workload (``-`` reads standard input); nothing given, the built-in suite at ``scale``."""
+def load_workload(files: list[str], queries: list[str], fmt: str = AUTO, scale: float = 1.0,
+                  tests: list[str] | None = None, test_options: PerfTestOptions | None = None) -> Workload:
+    """What a command runs: query files, ``--query`` texts and performance tests
+    (``--tests``), in that order, as one workload (``-`` reads standard input); nothing
+    given, the built-in suite at ``scale``. ``test_options`` select among tests."""
     if [*files, *queries].count("-") > 1:
         raise UsageError("only one of the query sources can read standard input ('-')")
+    opts = test_options or PerfTestOptions()
     parts = [read_workload(f, fmt) for f in files]
     for i, sql in enumerate(queries):
         parts.append(read_workload("-", fmt) if sql == "-" else parse_workload(sql, f"--query #{i + 1}", "script"))
+    if tests:
+        parts.append(read_tests(tests, opts))
     if not parts:
+        if test_options is not None and test_options != PerfTestOptions():
+            raise UsageError("--tests-filter, --long and --max-queries choose among performance tests: give "
+                             "--tests or an XML --queries file")
         return default_suite(scale)
-    return merge(parts)
+    wl = merge(parts)
+    if wl.groups:
+        names = [g.name for g in wl.groups]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise UsageError(f"test {twice[0]!r} is given twice")
+        wl = select_tests(wl, opts)  # idempotent: --tests were selected already
+    return wl
 
 
 def merge(parts: list[Workload]) -> Workload:
@@ -92,6 +116,7 @@ def merge(parts: list[Workload]) -> Workload:
         out.setup += p.setup
         out.teardown += p.teardown
         out.settings.update(p.settings)
+        out.groups += p.groups
     return out
 
 

@@ -1,0 +1,58 @@
+"""Performance tests in a comparison: each query's threshold from its test (the author's
+``max_ignored_relative_change``), and one row per test — how many of its queries were
+faster, slower, unstable, unchanged, skipped or failed, and the geometric mean of their
+ratios."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from chbench.compare.sides import Side
+
+ORDER = ("slower", "faster", "unstable", "no change", "answer changed", "fails on B only", "failed", "skipped",
+         "only in A", "only in B")
+
+
+def query_thresholds_of(a: Side, b: Side, rename: dict[str, str]) -> dict[str, float]:
+    """Per query, its test's threshold (A's tests, then B's)."""
+    by_test = {t["name"]: t.get("threshold") for t in [*b.tests, *a.tests]}
+    out: dict[str, float] = {}
+    for n, t in [*((rename.get(n, n), t) for n, t in b.test_of.items()), *a.test_of.items()]:
+        thr = by_test.get(t)
+        if thr is not None:
+            out[n] = float(thr)
+    return out
+
+
+def per_test(rows: list[dict[str, Any]], test_of: dict[str, str], tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per test, in run order (tests skipped or unreadable included)."""
+    out: dict[str, dict[str, Any]] = {}
+    for t in tests:
+        out[t["name"]] = {"name": t["name"], "file": t.get("file"), "threshold": t.get("threshold"), "queries": 0,
+                          "verdicts": {}, "geomean": None}
+        why = t.get("error") or t.get("skipped") or t.get("failed")
+        if why:
+            out[t["name"]]["note"] = why if isinstance(why, str) else "; ".join(
+                f"{sid}: {v if isinstance(v, str) else v.get('element', '') + ' failed'}" for sid, v in why.items())
+    logs: dict[str, list[float]] = {}
+    for r in rows:
+        name = test_of.get(r["name"])
+        if name is None:
+            continue
+        row = out.setdefault(name, {"name": name, "file": None, "threshold": None, "queries": 0, "verdicts": {},
+                                    "geomean": None})
+        row["queries"] += 1
+        row["verdicts"][r["verdict"]] = row["verdicts"].get(r["verdict"], 0) + 1
+        ratio = r.get("ratio")
+        if r.get("p_value") is not None and ratio and math.isfinite(ratio) and ratio > 0:
+            logs.setdefault(name, []).append(math.log(ratio))
+    for name, values in logs.items():
+        out[name]["geomean"] = math.exp(sum(values) / len(values))
+    for row in out.values():
+        row["verdicts"] = {k: row["verdicts"][k] for k in sorted(row["verdicts"], key=_rank)}
+    return list(out.values())
+
+
+def _rank(verdict: str) -> int:
+    return ORDER.index(verdict) if verdict in ORDER else len(ORDER)

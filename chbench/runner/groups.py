@@ -1,0 +1,168 @@
+"""Groups of queries with a set-up of their own — ClickHouse's performance tests — run
+one after another, each on every side: checks, clean-up, set-up, its queries in rounds
+(warm-up, A B / B A as for any query), tear-down.
+
+Nothing is timed that cannot succeed. Before a test's set-up a side skips the whole test,
+every query recorded with the reason, when the test is tagged long (without ``--long``),
+names a setting the server does not know, or needs a table that is missing (its
+``<table_exists>``, or one its set-up reads). After set-up a side skips one query whose
+own tables are missing, and every side skips a query that writes while the run is
+read-only. A warm-up run that fails because a table or database is missing skips the
+query there too (the warm-up is not timed). A set-up statement that fails fails the test
+on that side, with one line naming the file and the element; the other tests go on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from chbench.errors import QueryError
+from chbench.runner.settings import group_settings, statement_settings
+from chbench.workload import Statement
+from chbench.workload.model import Group, returns_rows
+
+if TYPE_CHECKING:
+    from chbench.results import RunSample
+    from chbench.runner.runner import QueryState, Runner
+    from chbench.targets import Target
+
+MISSING_CODES = (60, 81)  # UNKNOWN_TABLE, UNKNOWN_DATABASE: the data set is not there
+
+
+def group_record(group: Group) -> dict[str, Any]:
+    """The test's entry in the results document (``tests``)."""
+    return {**group.describe(), "skipped": {}, "failed": {}, "teardown_errors": []}
+
+
+class GroupRun:
+    """One group on every side of a run."""
+
+    def __init__(self, runner: Runner, name: str, states: list[QueryState]) -> None:
+        self.r = runner
+        self.states = states
+        self.groups = {s.id: g for s in runner.plan.sides if (g := s.workload.group(name)) is not None}
+        first = next(iter(self.groups.values()))
+        known = next((t for t in runner.doc.tests if t["name"] == name), None)  # a later --sessions session
+        self.record = known if known is not None else group_record(first)
+        if known is None:
+            runner.doc.tests.append(self.record)
+        self.live: list[str] = []  # sides that run the test
+        self.prepared: list[str] = []  # sides whose set-up began
+
+    # -- what runs where -----------------------------------------------------------------
+    def _skip_side(self, sid: str, why: str) -> None:
+        self.record["skipped"][sid] = why
+        for st in self.states:
+            if sid in st.sides:
+                self.r.skip(st, sid, why)
+
+    def _targets(self, sides: list[str] | None = None) -> list[tuple[Target, list[str]]]:
+        """The live sides (or these) by target: sides sharing a target run the test's
+        statements once."""
+        by: dict[int, tuple[Target, list[str]]] = {}
+        for sid in self.live if sides is None else sides:
+            t = self.r.by_id[sid].target
+            by.setdefault(id(t), (t, []))[1].append(sid)
+        return list(by.values())
+
+    def check(self) -> bool:
+        """Before anything runs: which sides can run the test; False if none can."""
+        first = next(iter(self.groups.values()))
+        if first.error:
+            self.record["error"] = first.error
+            self.r.note(f"test {first.name}: {first.error}")
+            return False
+        for sid, g in self.groups.items():
+            info = self.r.infos[sid]
+            unknown = sorted(k for k in g.settings if not info.knows(k))
+            if g.skip:
+                self._skip_side(sid, g.skip)
+            elif unknown:
+                self._skip_side(sid, f"setting{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} unknown to "
+                                     f"this server ({info.version})")
+            elif sid not in self.r.failed_sides:
+                self.live.append(sid)
+        for target, sids in self._targets():
+            g = self.groups[sids[0]]
+            for names, what in ((g.requires, "<table_exists>"), (g.tables, "read by its set-up")):
+                missing = self.r.missing_tables(target, names)
+                if missing:
+                    for sid in sids:
+                        self._skip_side(sid, f"table {missing[0]} is missing ({what})")
+                        self.live.remove(sid)
+                    break
+        for sid, why in self.record["skipped"].items():
+            self.r.note(f"test {first.name}: skipped on {sid}: {why}")
+        return bool(self.live)
+
+    def settings(self, sid: str) -> dict[str, str]:
+        """The side's settings with the test's on top and the user's over both (what is
+        compared, e.g. --setting-b, wins), known ones only."""
+        return group_settings(self.r.sent[sid], self.groups[sid].settings, self.r.by_id[sid].settings,
+                              self.r.infos[sid])
+
+    # -- set-up and tear-down --------------------------------------------------------------
+    def _statements(self, which: str, on_error: Callable[[list[str], Statement, QueryError], bool],
+                    sides: list[str] | None = None) -> None:
+        for target, sids in self._targets(sides):
+            for st in getattr(self.groups[sids[0]], which):
+                try:
+                    target.statement(st.sql, statement_settings(self.settings(sids[0])))
+                except QueryError as e:
+                    if on_error(sids, st, e):
+                        break
+
+    def setup(self) -> None:
+        """Clean-up (the test's drop queries, errors ignored), then create and fill."""
+        self.prepared = list(self.live)  # torn down at the end, even where set-up fails
+        self._statements("cleanup", lambda sids, st, e: False)
+        self._statements("setup", self._setup_failed)
+        self.r.writer.checkpoint(force=True)
+
+    def _setup_failed(self, sids: list[str], st: Statement, e: QueryError) -> bool:
+        g = self.groups[sids[0]]
+        line = f"{g.source}: {st.origin}: {e.message}"
+        for sid in sids:
+            self.record["failed"][sid] = {"element": st.origin, "statement": st.sql, "error": e.as_dict()}
+            self.live.remove(sid)
+            for q in self.states:
+                if sid in q.sides:
+                    q.done[sid] = True
+                    q.entry.sides[sid]["failed"] = f"set-up of the test failed: {st.origin}"
+        self.r.note(f"test {g.name}: set-up failed on {', '.join(sids)}: {line}")
+        return True
+
+    def teardown(self) -> None:
+        """The drop queries on every side that began its set-up, whatever ended the test;
+        a failure is recorded, not fatal."""
+        def failed(sids: list[str], st: Statement, e: QueryError) -> bool:
+            self.record["teardown_errors"].append(f"{', '.join(sids)}: {st.origin}: {e.message}")
+            return False
+
+        self._statements("teardown", failed, self.prepared)
+
+    # -- queries -------------------------------------------------------------------------------
+    def check_queries(self) -> None:
+        """Queries that cannot run: their own tables missing on a side, writes when read-only."""
+        for st in self.states:
+            q = self.r.by_id[st.sides[0]].query(st.name)
+            if q is not None and not self.r.plan.allow_writes and not returns_rows(q.sql):
+                for sid in st.sides:
+                    self.r.skip(st, sid, "writes (INSERT, OPTIMIZE, …): --allow-writes runs it")
+                continue
+            for target, sids in self._targets():
+                q = self.r.by_id[sids[0]].query(st.name)
+                missing = self.r.missing_tables(target, q.tables if q else [])
+                for sid in sids:
+                    if missing and sid in st.sides and not st.done[sid]:
+                        self.r.skip(st, sid, f"table {missing[0]} is missing")
+
+
+def skip_if_missing(runner: Runner, st: QueryState, s: RunSample) -> None:
+    """A warm-up run of a test's query that failed for a missing table or database: the
+    query is skipped on that side, never timed."""
+    code = (s.error or {}).get("code")
+    if s.warmup and st.group is not None and code in MISSING_CODES and not st.done[s.target]:
+        message = " ".join(str((s.error or {}).get("message", "")).split())[:200]
+        runner.skip(st, s.target, f"missing: {message}")

@@ -1,0 +1,1 @@
+SELECT count() FROM numbers({n}) WHERE number % 7 = 1
