@@ -32,9 +32,13 @@ def per_test(rows: list[dict[str, Any]], test_of: dict[str, str], tests: list[di
         out[t["name"]] = {"name": t["name"], "file": t.get("file"), "threshold": t.get("threshold"), "queries": 0,
                           "verdicts": {}, "geomean": None}
         why = t.get("error") or t.get("skipped") or t.get("failed")
+        if isinstance(why, dict):
+            per_side = {sid: v if isinstance(v, str) else f"set-up failed: {v.get('element', '')}"
+                        for sid, v in why.items()}
+            same = len(set(per_side.values())) == 1 and len(per_side) > 1
+            why = next(iter(per_side.values())) if same else "; ".join(f"{k}: {v}" for k, v in per_side.items())
         if why:
-            out[t["name"]]["note"] = why if isinstance(why, str) else "; ".join(
-                f"{sid}: {v if isinstance(v, str) else v.get('element', '') + ' failed'}" for sid, v in why.items())
+            out[t["name"]]["note"] = why
     logs: dict[str, list[float]] = {}
     for r in rows:
         name = test_of.get(r["name"])

@@ -70,9 +70,8 @@ def run_table(doc: RunDocument) -> Table:
             ok = [x for x in d.client_ms if x is not None]
             lo, hi = median_ci(ok) if ok else (None, None)
             errors = Cell(d.errors, text=f"{d.errors} ({d.first_error[:60]})" if d.errors else "0")
-            why = q.skipped(sid) or q.sides.get(sid, {}).get("failed")
-            if why and not d.client_ms:
-                errors = Cell(0, text=f"skipped: {why}"[:80] if q.skipped(sid) else str(why)[:80])
+            if not d.client_ms and (q.skipped(sid) or q.sides.get(sid, {}).get("failed")):
+                errors = Cell(0, text="skipped" if q.skipped(sid) else "set-up failed")  # why: the test's line
             t.add(q.name, sid, len(d.client_ms), errors, median(d.client_ms), (lo, hi), median(d.server_ms),
                   median(d.cpu_ms), median(d.memory), median(d.read_rows))
     return t
@@ -102,8 +101,11 @@ def test_lines(doc: RunDocument) -> list[Text]:
     for t in doc.tests:
         names = set(t.get("queries") or [])
         qs = [q for q in doc.queries if q.name in names]
-        skipped = sum(1 for q in qs if all(q.skipped(sid) for sid in q.side_ids()))
-        line = f"test {t['name']}: {len(qs)} queries" + (f", {skipped} skipped" if skipped else "")
+        skipped = [q for q in qs if any(q.skipped(sid) for sid in q.side_ids())]
+        line = f"test {t['name']}: {len(qs)} queries"
+        if skipped and not t.get("skipped"):
+            why = sorted({f"{sid}: {q.skipped(sid)}" for q in skipped for sid in q.side_ids() if q.skipped(sid)})
+            line += f", {len(skipped)} skipped ({'; '.join(why)})"
         if t.get("not_chosen"):
             line += f", {len(t['not_chosen'])} of {t.get('expanded')} not chosen (--max-queries)"
         for what in ("error", "skipped", "failed"):

@@ -206,7 +206,8 @@ def _new_row(name: str, a: SideData | None, b: SideData | None) -> dict[str, Any
         return row
     if a.skipped or b.skipped:
         row["verdict"] = "skipped"
-        row["reasons"] = [f"{label}: {s.skipped}" for label, s in (("A", a), ("B", b)) if s.skipped]
+        row["reasons"] = [a.skipped] if a.skipped == b.skipped else \
+            [f"{label}: {s.skipped}" for label, s in (("A", a), ("B", b)) if s.skipped]
         return row
     a_failed = not a.times and not a.summary_only
     b_failed = not b.times and not b.summary_only
