@@ -209,6 +209,17 @@ def test_side_by_side_embedded_and_server_and_both_rules(modern, tmp_path):
     assert 'data-test="subst"' in text and 'data-method="clickhouse"' in text
 
 
+def test_two_targets_on_one_engine_build_the_test_once(tmp_path):
+    out = tmp_path / "aa.json"
+    r = run_cli("run", "--tests", str(HERE / "subst.xml"), "--target", "embedded", "--target", "embedded",
+                "--iterations", "2", "--quiet", "--out", str(out))
+    assert r.code == 0, r.stderr
+    doc = load(out)
+    assert doc["tests"][0]["failed"] == {} and all(not q["errors"] for q in doc["queries"])
+    # sent as written: a performance test's author adds FORMAT Null where wanted, chbench adds nothing
+    assert {q["name"]: q["sql_sent"] for q in doc["queries"]}["subst.query6"].endswith("LIMIT 1")
+
+
 def test_upgrade_runs_a_performance_test_and_checks_answers_before_its_tear_down(tmp_path):
     out = tmp_path / "up.json"
     r = run_cli("upgrade", "26.9", "26.9", "--tests", str(HERE / "subst.xml"), "--iterations", "3", "--quiet",
@@ -223,3 +234,6 @@ def test_upgrade_runs_a_performance_test_and_checks_answers_before_its_tear_down
 def test_flags_for_tests_need_tests(tmp_path):
     assert_one_line_error(run_cli("run", "--long", "--out", str(tmp_path / "x.json")))
     assert_one_line_error(run_cli("run", "--tests", str(tmp_path / "absent"), "--out", str(tmp_path / "x.json")))
+    r = run_cli("load", "--queries", str(HERE / "subst.xml"), "-t", "1")
+    assert_one_line_error(r)
+    assert "chbench run --tests" in r.stderr

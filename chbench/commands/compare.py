@@ -20,8 +20,10 @@ examples:
   chbench compare old-script.json new-script.json   upgrade-script or clickhouse-benchmark JSON
   chbench compare a.json b.json --threshold 10 --fail-on unstable
   chbench compare before1.json before2.json --vs after.json   several files (sessions) per side
+  chbench compare perf.json --method clickhouse      ClickHouse CI's rule (performance tests)
 
 verdicts: slower, faster, no change, unstable, only in A, only in B, failed, fails on B only,
+  skipped (a performance test's query that could not run: missing table, unknown setting, …),
   answer changed (files of chbench upgrade)
 exit codes: 0 no query slower, 1 some query slower, failing on B only or answering differently, or
 all slower together beyond what the machine explains (see --fail-on), 2 bad input

@@ -127,7 +127,11 @@ def workload_of(args: argparse.Namespace) -> Workload:
     if args.query:
         return parse_workload("\n;\n".join(args.query), "--query", "script")
     if args.queries:
-        return read_workload(args.queries, args.queries_format or "auto")
+        wl = read_workload(args.queries, args.queries_format or "auto")
+        if wl.groups:
+            raise UsageError(f"{args.queries}: a performance test builds its own tables test by test; run it with "
+                             "'chbench run --tests' (load takes queries on existing data)")
+        return wl
     if sys.stdin is None or sys.stdin.isatty():
         raise UsageError("no queries: give --query SQL, --queries FILE, or pipe queries on standard input")
     text = sys.stdin.read()

@@ -27,6 +27,7 @@ EPILOG = """\
 examples:
   chbench upgrade 24.8 26.9                               built-in suite
   chbench upgrade 24.8 26.9 --queries my-queries.sql --setup my-tables.sql --html upgrade.html
+  chbench upgrade 24.8 26.9 --tests perf/*.xml          ClickHouse performance tests (docs/perftests.md)
   chbench upgrade 25.8 latest --suite clickbench --rows 1000000
 
 verdicts: the speed verdicts of compare, plus 'answer changed' (listed first) and 'fails on B only'

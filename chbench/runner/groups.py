@@ -58,12 +58,12 @@ class GroupRun:
                 self.r.skip(st, sid, why)
 
     def _targets(self, sides: list[str] | None = None) -> list[tuple[Target, list[str]]]:
-        """The live sides (or these) by target: sides sharing a target run the test's
-        statements once."""
-        by: dict[int, tuple[Target, list[str]]] = {}
+        """The live sides (or these) by the data they reach: sides on one engine (two
+        targets of one in-process engine, a server twice) run the test's statements once."""
+        by: dict[tuple[object, ...], tuple[Target, list[str]]] = {}
         for sid in self.live if sides is None else sides:
             t = self.r.by_id[sid].target
-            by.setdefault(id(t), (t, []))[1].append(sid)
+            by.setdefault(t.data_key(), (t, []))[1].append(sid)
         return list(by.values())
 
     def check(self) -> bool:

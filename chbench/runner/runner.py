@@ -136,8 +136,9 @@ class Runner:
             sides = [s.id for s in self.plan.sides if s.query(name) is not None]
             first = self.by_id[sides[0]].query(name)
             assert first is not None
-            entry = entries.get(name) or RunQuery(name=name, sql=first.sql,
-                                                  sql_sent=prepare_sql(first.sql, self.plan.keep_format),
+            # a performance test's query is sent as written: its author adds FORMAT Null
+            keep = self.plan.keep_format or first.group is not None
+            entry = entries.get(name) or RunQuery(name=name, sql=first.sql, sql_sent=prepare_sql(first.sql, keep),
                                                   target=sides[0] if len(sides) == 1 else sides, sides={},
                                                   test=first.group)
             st = QueryState(name=name, entry=entry, sides=sides, group=first.group)
@@ -145,7 +146,7 @@ class Runner:
                 side = self.by_id[sid]
                 q = side.query(name)
                 assert q is not None
-                entry.sides[sid] = {"sql": q.sql, "sql_sent": prepare_sql(q.sql, self.plan.keep_format)}
+                entry.sides[sid] = {"sql": q.sql, "sql_sent": prepare_sql(q.sql, keep)}
                 st.settings[sid], unknown = query_settings(self.base_settings(sid, q), q.settings, self.infos[sid])
                 if q.settings:
                     entry.sides[sid]["settings"] = dict(q.settings)
@@ -326,12 +327,12 @@ class Runner:
 
     # -- set-up and tear-down --------------------------------------------------------------
     def _groups(self, which: str) -> list[tuple[Target, list[str], list[SidePlan]]]:
-        """Sides that share a target and the same statements run them once."""
-        groups: dict[tuple[int, tuple[str, ...]], tuple[Target, list[str], list[SidePlan]]] = {}
+        """Sides that reach the same data with the same statements run them once."""
+        groups: dict[tuple[object, ...], tuple[Target, list[str], list[SidePlan]]] = {}
         for side in self.plan.sides:
             statements = list(getattr(side.workload, which))
             if statements:
-                key = (id(side.target), tuple(statements))
+                key = (side.target.data_key(), tuple(statements))
                 groups.setdefault(key, (side.target, statements, []))[2].append(side)
         return list(groups.values())
 

@@ -180,6 +180,11 @@ class Target(ABC):
         sent = {k: v for k, v in settings.items() if k != "readonly"}
         self.execute(sql, sent, "", None)
 
+    def data_key(self) -> tuple[object, ...]:
+        """Which data this target reaches: targets with equal keys see the same tables (a
+        test's set-up runs once for them). By default each target its own."""
+        return ("target", id(self))
+
     def kill_query(self, query_id: str) -> None:
         """Best effort: stop a query still running on the server."""
         with contextlib.suppress(Exception):  # best effort only

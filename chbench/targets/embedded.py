@@ -119,6 +119,9 @@ class EmbeddedTarget(Target):
             _SESSIONS[key] = session
         return _SESSIONS[key]
 
+    def data_key(self) -> tuple[object, ...]:
+        return ("embedded", self.path or ":memory:")  # one engine per process, shared by path
+
     @property
     def session(self) -> _Session:
         if self._session is None:

@@ -164,6 +164,9 @@ class EngineTarget(EmbeddedTarget):
     def is_local(self) -> bool:
         return True  # a process of this host: the client host's machine probes are its own
 
+    def data_key(self) -> tuple[object, ...]:
+        return ("worker", id(self))  # each worker process runs an engine (and data) of its own
+
     def describe(self) -> dict[str, Any]:
         r = self.engine.release
         return {"kind": self.kind, "url": self.url, "path": self.path, "engine": {

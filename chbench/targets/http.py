@@ -245,6 +245,9 @@ class HttpTarget(Target):
         except ValueError:
             return None
 
+    def data_key(self) -> tuple[object, ...]:
+        return ("server", self.host, self.port)
+
     def close(self) -> None:
         self._drop()
         if self._wire is not None:

@@ -187,6 +187,9 @@ class NativeTarget(Target):
         except Exception:  # noqa: BLE001 - best effort only
             pass
 
+    def data_key(self) -> tuple[object, ...]:
+        return ("server", self.host, self.port)
+
     def close(self) -> None:
         self._client.disconnect()
         if self._admin_client is not None:
