@@ -19,7 +19,15 @@ from chbench.stats.compare import SideData
 from chbench.workload import PerfTestOptions, load_workload, parse_workload
 from chbench.workload.formats.perftest import expand_test_paths, read_tests
 from chbench.workload.sql import tables_named
-from tests.conftest import assert_one_line_error, load, run_cli
+from tests.conftest import (
+    assert_interrupted,
+    assert_one_line_error,
+    interrupt,
+    load,
+    run_cli,
+    spawn_cli,
+    wait_for_results,
+)
 
 HERE = Path(__file__).parent / "perftests"
 GOOD = sorted(str(p) for p in HERE.glob("*.xml"))
@@ -184,9 +192,7 @@ def test_side_by_side_embedded_and_server_and_both_rules(modern, tmp_path):
     assert tests["fill_fails_single_thread"]["failed"]["B"]["element"] == "<fill_query> #1"
     assert "A" not in tests["fill_fails_single_thread"]["failed"]
     # set-up and tear-down ran on the server: nothing of the tests is left there
-    sql = "SELECT count() FROM system.tables WHERE name LIKE 'pt\\_%'"
-    with urllib.request.urlopen(f"{modern.http_url}/?query={urllib.parse.quote(sql)}", timeout=30) as resp:
-        assert resp.read().decode().strip() == "0"
+    assert _server_tables(modern.http_url) == "0"
     cmp = json.loads(run_cli("compare", str(out), "--format", "json", "--fail-on", "never").stdout)
     assert cmp["method"] == "chbench"
     rows = {x["name"]: x for x in cmp["queries"]}
@@ -207,6 +213,23 @@ def test_side_by_side_embedded_and_server_and_both_rules(modern, tmp_path):
                 "--fail-on", "never")
     text = html.read_text()
     assert 'data-test="subst"' in text and 'data-method="clickhouse"' in text
+
+
+def _server_tables(url: str) -> str:
+    sql = "SELECT count() FROM system.tables WHERE name LIKE 'pt\\_%'"
+    with urllib.request.urlopen(f"{url}/?query={urllib.parse.quote(sql)}", timeout=30) as resp:
+        return resp.read().decode().strip()
+
+
+def test_ctrl_c_in_a_test_keeps_the_samples_and_still_tears_down(modern, tmp_path):
+    out = tmp_path / "i.json"
+    proc = spawn_cli("run", "--tests", str(HERE / "subst.xml"), "--target", modern.http_url, "--iterations",
+                     "100000", "--no-calibration", "--out", str(out))
+    wait_for_results(out, proc, lambda d: sum(len(q["samples"]) for q in d["queries"]) > 20)
+    interrupt(proc)
+    doc = assert_interrupted(out)
+    assert sum(len(q["samples"]) for q in doc["queries"]) > 20
+    assert _server_tables(modern.http_url) == "0"  # the test's drop queries ran on the way out
 
 
 def test_two_targets_on_one_engine_build_the_test_once(tmp_path):
@@ -234,6 +257,9 @@ def test_upgrade_runs_a_performance_test_and_checks_answers_before_its_tear_down
 def test_flags_for_tests_need_tests(tmp_path):
     assert_one_line_error(run_cli("run", "--long", "--out", str(tmp_path / "x.json")))
     assert_one_line_error(run_cli("run", "--tests", str(tmp_path / "absent"), "--out", str(tmp_path / "x.json")))
+    r = run_cli("run", "--tests", str(HERE / "bad"), "--out", str(tmp_path / "x.json"))
+    assert_one_line_error(r)  # nothing can run: bad input before anything starts
+    assert "more test files that cannot be read" in r.stderr
     r = run_cli("load", "--queries", str(HERE / "subst.xml"), "-t", "1")
     assert_one_line_error(r)
     assert "chbench run --tests" in r.stderr

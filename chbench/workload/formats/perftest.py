@@ -243,6 +243,9 @@ def read_tests(paths: list[str], opts: PerfTestOptions) -> Workload:
         wl.groups += part.groups
     if not wl.groups:
         raise UsageError(f"--tests-filter {opts.filter!r}: no test name matches")
+    if all(g.error for g in wl.groups):
+        more = f" (and {len(wl.groups) - 1} more test files that cannot be read)" if len(wl.groups) > 1 else ""
+        raise UsageError(f"{wl.groups[0].error}{more}")
     return select_tests(wl, PerfTestOptions(None, opts.long, opts.max_queries, opts.seed))
 
 
