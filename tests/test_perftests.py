@@ -230,6 +230,7 @@ def test_ctrl_c_in_a_test_keeps_the_samples_and_still_tears_down(modern, tmp_pat
     doc = assert_interrupted(out)
     assert sum(len(q["samples"]) for q in doc["queries"]) > 20
     assert _server_tables(modern.http_url) == "0"  # the test's drop queries ran on the way out
+    assert doc["tests"][0]["teardown_errors"] == []
 
 
 def test_two_targets_on_one_engine_build_the_test_once(tmp_path):

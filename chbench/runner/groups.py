@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from chbench.errors import QueryError
+from chbench.errors import QueryError, ServerLost
 from chbench.runner.settings import group_settings, statement_settings
 from chbench.workload import Statement
 from chbench.workload.model import Group, returns_rows
@@ -113,6 +113,15 @@ class GroupRun:
                     if on_error(sids, st, e):
                         break
 
+    def _drop(self, target: Target, sql: str, settings: dict[str, str]) -> None:
+        """A tear-down statement; a connection broken by Ctrl-C in the middle of a query
+        is opened afresh once (the tables must still go)."""
+        try:
+            target.statement(sql, settings)
+        except ServerLost:
+            target.reconnect()
+            target.statement(sql, settings)
+
     def setup(self) -> None:
         """Clean-up (the test's drop queries, errors ignored), then create and fill."""
         self.prepared = list(self.live)  # torn down at the end, even where set-up fails
@@ -134,13 +143,17 @@ class GroupRun:
         return True
 
     def teardown(self) -> None:
-        """The drop queries on every side that began its set-up, whatever ended the test;
-        a failure is recorded, not fatal."""
-        def failed(sids: list[str], st: Statement, e: QueryError) -> bool:
-            self.record["teardown_errors"].append(f"{', '.join(sids)}: {st.origin}: {e.message}")
-            return False
-
-        self._statements("teardown", failed, self.prepared)
+        """The drop queries on every side that began its set-up, whatever ended the test
+        (Ctrl-C included); a failure is recorded, never raised over what ended it."""
+        for target, sids in self._targets(self.prepared):
+            for st in self.groups[sids[0]].teardown:
+                try:
+                    self._drop(target, st.sql, statement_settings(self.settings(sids[0])))
+                except (QueryError, ServerLost) as e:
+                    self.record["teardown_errors"].append(f"{', '.join(sids)}: {st.origin}: "
+                                                          f"{getattr(e, 'message', None) or e}")
+                    if isinstance(e, ServerLost):
+                        break
 
     # -- queries -------------------------------------------------------------------------------
     def check_queries(self) -> None:

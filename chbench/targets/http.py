@@ -344,6 +344,11 @@ class _Wire:
             except (OSError, ValueError) as e:
                 self.close()
                 raise _Unreachable(_reason(e)) from None
+            except BaseException:
+                # interrupted mid-exchange (Ctrl-C): what is left of the response would be
+                # read as the next one's (a tear-down after Ctrl-C failed that way)
+                self.close()
+                raise
         raise AssertionError("unreachable")
 
     def _response(self, status_line: bytes) -> _Response:
