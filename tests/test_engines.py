@@ -295,9 +295,11 @@ def test_upgrade_aa_answers_equal(tmp_path):
     doc = load(out)
     answers = doc["checks"]["answers"]
     assert len(answers) == 10
-    # quantiles() varies with thread scheduling: compared single-threaded, and equal
+    # quantiles() varies with thread scheduling: compared single-threaded when two asks with
+    # threads differ (most runs; now and then the threads finish in the same order twice)
     assert all(a["equal"] is True for a in answers.values()), {k: a["equal"] for k, a in answers.items()}
-    assert answers["quantiles"]["a"].get("settings") == {"max_threads": "1"}
+    q = answers["quantiles"]["a"]
+    assert q["stable"] is True and q.get("settings", {"max_threads": "1"}) == {"max_threads": "1"}
     assert not any(p["changed"] for p in doc["checks"]["plans"].values())
     assert doc["checks"]["settings"]["changed_defaults"] == []
     assert r.code in (0, 1), r.stderr  # speed verdicts of a short run may flag; answers never differ
