@@ -233,6 +233,15 @@ def test_ctrl_c_in_a_test_keeps_the_samples_and_still_tears_down(modern, tmp_pat
     assert doc["tests"][0]["teardown_errors"] == []
 
 
+def test_quiet_still_says_what_failed(tmp_path):
+    r = run_cli("run", "--tests", str(HERE / "reads_file.xml"), str(HERE / "long_one.xml"), str(HERE / "bad"),
+                "--iterations", "1", "--quiet", "--out", str(tmp_path / "q.json"))
+    assert r.code == 2
+    assert "test malformed: " in r.stderr and "test no_values: " in r.stderr  # problems: always shown
+    assert "skipped" not in r.stderr  # a skip is in the file, not said when quiet
+    assert load(tmp_path / "q.json")["tests"][1]["skipped"] == {"A": "tagged long (--long runs it)"}
+
+
 def test_two_targets_on_one_engine_build_the_test_once(tmp_path):
     out = tmp_path / "aa.json"
     r = run_cli("run", "--tests", str(HERE / "subst.xml"), "--target", "embedded", "--target", "embedded",

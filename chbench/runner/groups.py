@@ -49,6 +49,7 @@ class GroupRun:
             runner.doc.tests.append(self.record)
         self.live: list[str] = []  # sides that run the test
         self.prepared: list[str] = []  # sides whose set-up began
+        self.exists: dict[tuple[object, ...], bool] = {}  # (engine, table) -> exists
 
     # -- what runs where -----------------------------------------------------------------
     def _skip_side(self, sid: str, why: str) -> None:
@@ -71,7 +72,7 @@ class GroupRun:
         first = next(iter(self.groups.values()))
         if first.error:
             self.record["error"] = first.error
-            self.r.note(f"test {first.name}: {first.error}")
+            self.r.note(f"test {first.name}: {first.error}", problem=True)
             return False
         for sid, g in self.groups.items():
             info = self.r.infos[sid]
@@ -92,9 +93,20 @@ class GroupRun:
                         self._skip_side(sid, f"table {missing[0]} is missing ({what})")
                         self.live.remove(sid)
                     break
+        by_reason: dict[str, list[str]] = {}
         for sid, why in self.record["skipped"].items():
-            self.r.note(f"test {first.name}: skipped on {sid}: {why}")
+            by_reason.setdefault(why, []).append(sid)
+        for why, sids in by_reason.items():
+            self.r.note(f"test {first.name}: skipped on {', '.join(sids)}: {why}")
         return bool(self.live)
+
+    def _missing(self, target: Target, names: list[str]) -> list[str]:
+        """Missing tables among these, asked once per engine and table in this test."""
+        for name in names:
+            key = (target.data_key(), name)
+            if key not in self.exists:
+                self.exists[key] = not self.r.missing_tables(target, [name])
+        return [n for n in names if not self.exists[(target.data_key(), n)]]
 
     def settings(self, sid: str) -> dict[str, str]:
         """The side's settings with the test's on top and the user's over both (what is
@@ -139,7 +151,7 @@ class GroupRun:
                 if sid in q.sides:
                     q.done[sid] = True
                     q.entry.sides[sid]["failed"] = f"set-up of the test failed: {st.origin}"
-        self.r.note(f"test {g.name}: set-up failed on {', '.join(sids)}: {line}")
+        self.r.note(f"test {g.name}: set-up failed on {', '.join(sids)}: {line}", problem=True)
         return True
 
     def teardown(self) -> None:
@@ -166,7 +178,7 @@ class GroupRun:
                 continue
             for target, sids in self._targets():
                 q = self.r.by_id[sids[0]].query(st.name)
-                missing = self.r.missing_tables(target, q.tables if q else [])
+                missing = self._missing(target, q.tables if q else [])
                 for sid in sids:
                     if missing and sid in st.sides and not st.done[sid]:
                         self.r.skip(st, sid, f"table {missing[0]} is missing")

@@ -307,10 +307,14 @@ class Runner:
             st.done[sid] = True
             st.entry.sides[sid]["skipped"] = why
 
-    def note(self, line: str) -> None:
-        """A line about the run for the user (a test skipped or failing), kept for the end too."""
+    def note(self, line: str, problem: bool = False) -> None:
+        """A line about the run for the user: a test skipped, or (``problem``, shown even
+        when quiet) one that cannot be read or whose set-up failed."""
         self.notes.append(line)
-        self.progress.note(line)
+        if problem:
+            self.progress.problem(line)
+        else:
+            self.progress.note(line)
 
     def missing_tables(self, target: Target, names: list[str]) -> list[str]:
         """Which of these tables do not exist on the target (untimed ``EXISTS TABLE``)."""

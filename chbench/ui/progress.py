@@ -37,7 +37,14 @@ class Progress:
         pass
 
     def note(self, line: str) -> None:
-        """A line about the run (a performance test skipped or failing)."""
+        """A line about the run (a performance test skipped): not shown when quiet."""
+
+    def problem(self, line: str) -> None:
+        """A line about something that failed (a test file unreadable, a set-up refused):
+        shown even when quiet."""
+        self.note(line)
+        if type(self).note is Progress.note:  # quiet: nothing shown it
+            print(line, file=sys.stderr, flush=True)
 
 
 def _describe(st: QueryState, sid: str) -> str:
