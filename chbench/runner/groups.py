@@ -72,7 +72,7 @@ class GroupRun:
         first = next(iter(self.groups.values()))
         if first.error:
             self.record["error"] = first.error
-            self.r.note(f"test {first.name}: {first.error}", problem=True)
+            self.r.progress.problem(f"test {first.name}: {first.error}")
             return False
         for sid, g in self.groups.items():
             info = self.r.infos[sid]
@@ -87,7 +87,7 @@ class GroupRun:
         for target, sids in self._targets():
             g = self.groups[sids[0]]
             for names, what in ((g.requires, "<table_exists>"), (g.tables, "read by its set-up")):
-                missing = self.r.missing_tables(target, names)
+                missing = self._missing(target, names)
                 if missing:
                     for sid in sids:
                         self._skip_side(sid, f"table {missing[0]} is missing ({what})")
@@ -97,7 +97,7 @@ class GroupRun:
         for sid, why in self.record["skipped"].items():
             by_reason.setdefault(why, []).append(sid)
         for why, sids in by_reason.items():
-            self.r.note(f"test {first.name}: skipped on {', '.join(sids)}: {why}")
+            self.r.progress.note(f"test {first.name}: skipped on {', '.join(sids)}: {why}")
         return bool(self.live)
 
     def _missing(self, target: Target, names: list[str]) -> list[str]:
@@ -105,7 +105,7 @@ class GroupRun:
         for name in names:
             key = (target.data_key(), name)
             if key not in self.exists:
-                self.exists[key] = not self.r.missing_tables(target, [name])
+                self.exists[key] = _exists(target, name)
         return [n for n in names if not self.exists[(target.data_key(), n)]]
 
     def settings(self, sid: str) -> dict[str, str]:
@@ -151,7 +151,7 @@ class GroupRun:
                 if sid in q.sides:
                     q.done[sid] = True
                     q.entry.sides[sid]["failed"] = f"set-up of the test failed: {st.origin}"
-        self.r.note(f"test {g.name}: set-up failed on {', '.join(sids)}: {line}", problem=True)
+        self.r.progress.problem(f"test {g.name}: set-up failed on {', '.join(sids)}: {line}")
         return True
 
     def teardown(self) -> None:
@@ -182,6 +182,15 @@ class GroupRun:
                 for sid in sids:
                     if missing and sid in st.sides and not st.done[sid]:
                         self.r.skip(st, sid, f"table {missing[0]} is missing")
+
+
+def _exists(target: Target, name: str) -> bool:
+    """Whether the table exists on the target (untimed ``EXISTS TABLE``; an error: no)."""
+    try:
+        rows = target.query_rows(f"EXISTS TABLE {name}")
+    except QueryError:
+        return False
+    return bool(rows) and rows[0][0].strip() == "1"
 
 
 def skip_if_missing(runner: Runner, st: QueryState, s: RunSample) -> None:

@@ -104,7 +104,6 @@ class Runner:
         self.counter = 0
         self.machine: MachineRecorder | None = None  # made when the rounds begin (after set-up)
         self.session = 0
-        self.notes: list[str] = []  # performance tests skipped or failing, as told to the user
 
     # -- the results document ------------------------------------------------------------
     def _connect(self) -> None:
@@ -197,16 +196,14 @@ class Runner:
         failed = [st.name for st in states if st.entry.errors]
         problems = [f"side {sid}: set-up failed: {why}" for sid, why in self.failed_sides.items()]
         if failed:
-            problems.append(f"{len(failed)} quer{'y' if len(failed) == 1 else 'ies'} failed: "
-                            + ", ".join(failed[:5]) + (" …" if len(failed) > 5 else ""))
+            problems.append(f"{len(failed)} quer{'y' if len(failed) == 1 else 'ies'} failed: {_some(failed)}")
         unreadable = [t["name"] for t in self.doc.tests if t.get("error")]
         broken = [t["name"] for t in self.doc.tests if t.get("failed")]
         if broken:
-            problems.append(f"set-up failed in {len(broken)} test{'s' if len(broken) > 1 else ''}: "
-                            + ", ".join(broken[:5]) + (" …" if len(broken) > 5 else ""))
+            problems.append(f"set-up failed in {len(broken)} test{'s' if len(broken) > 1 else ''}: {_some(broken)}")
         if unreadable:
             problems.append(f"{len(unreadable)} test file{'s' if len(unreadable) > 1 else ''} could not be read: "
-                            + ", ".join(unreadable[:5]) + (" …" if len(unreadable) > 5 else ""))
+                            f"{_some(unreadable)}")
             return RunOutcome(self.doc, EXIT_USAGE, "; ".join(problems))
         return RunOutcome(self.doc, EXIT_FINDING, "; ".join(problems)) if problems else RunOutcome(self.doc, EXIT_OK)
 
@@ -307,27 +304,6 @@ class Runner:
             st.done[sid] = True
             st.entry.sides[sid]["skipped"] = why
 
-    def note(self, line: str, problem: bool = False) -> None:
-        """A line about the run for the user: a test skipped, or (``problem``, shown even
-        when quiet) one that cannot be read or whose set-up failed."""
-        self.notes.append(line)
-        if problem:
-            self.progress.problem(line)
-        else:
-            self.progress.note(line)
-
-    def missing_tables(self, target: Target, names: list[str]) -> list[str]:
-        """Which of these tables do not exist on the target (untimed ``EXISTS TABLE``)."""
-        missing = []
-        for name in names:
-            try:
-                rows = target.query_rows(f"EXISTS TABLE {name}")
-                exists = bool(rows) and rows[0][0].strip() == "1"
-            except QueryError:
-                exists = False
-            if not exists:
-                missing.append(name)
-        return missing
 
     # -- set-up and tear-down --------------------------------------------------------------
     def _groups(self, which: str) -> list[tuple[Target, list[str], list[SidePlan]]]:
@@ -484,6 +460,10 @@ class Runner:
                     if s.server_ms is None:
                         s.server_ms = float(m["query_duration_ms"])
                         s.server_ms_source = "query_log"
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:5]) + (" …" if len(names) > 5 else "")
 
 
 def run_plan(plan: Plan, out: str | None, progress: Progress,

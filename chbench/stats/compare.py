@@ -337,13 +337,12 @@ def _verdicts(rows: list[dict[str, Any]], tested: list[int], opts: Options, wide
         adj = benjamini_hochberg(pv)
     else:
         adj = list(pv)
-    base = opts
     for i, p_adj in zip(tested, adj, strict=True):
         row = rows[i]
-        opts = base.for_query(row["name"])
-        eff_thr = opts.threshold + widen + machine_step
-        if opts.threshold != base.threshold:
-            row["threshold"] = opts.threshold
+        own = opts.for_query(row["name"])  # a test's own threshold, where larger
+        eff_thr = own.threshold + widen + machine_step
+        if own.threshold != opts.threshold:
+            row["threshold"] = own.threshold
         row["p_adjusted"] = p_adj
         ratio = row["ratio"]
         lo, hi = row["ci"]
@@ -354,14 +353,14 @@ def _verdicts(rows: list[dict[str, Any]], tested: list[int], opts: Options, wide
             row["verdict"] = "faster"
         elif row["reasons"]:
             row["verdict"] = "unstable"
-        elif machine_step and significant and abs(math.log(ratio)) >= math.log1p(opts.threshold):
+        elif machine_step and significant and abs(math.log(ratio)) >= math.log1p(own.threshold):
             row["verdict"] = "unstable"
             row["reasons"].append(f"moved {ratio - 1:+.1%} against the rest while the machine itself moved all "
                                   f"queries by {math.expm1(machine_step):.1%}: not told apart from the machine's "
                                   f"uneven effect (needs beyond ±{eff_thr:.0%})")
         else:
             row["verdict"] = "no change"
-        row["why"] = _why(row, significant, opts, eff_thr)
+        row["why"] = _why(row, significant, own, eff_thr)
         if widen and row["verdict"] in ("slower", "faster", "unstable"):
             row["flags"].append("machine itself changed between the runs: verdict qualified")
 

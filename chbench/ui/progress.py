@@ -42,9 +42,7 @@ class Progress:
     def problem(self, line: str) -> None:
         """A line about something that failed (a test file unreadable, a set-up refused):
         shown even when quiet."""
-        self.note(line)
-        if type(self).note is Progress.note:  # quiet: nothing shown it
-            print(line, file=sys.stderr, flush=True)
+        print(line, file=sys.stderr, flush=True)
 
 
 def _describe(st: QueryState, sid: str) -> str:
@@ -69,6 +67,9 @@ class PlainProgress(Progress):
 
     def note(self, line: str) -> None:
         print(line, file=self.stream, flush=True)
+
+    def problem(self, line: str) -> None:
+        self.note(line)
 
 
 MAX_ROWS = 30
@@ -108,6 +109,9 @@ class LiveProgress(Progress):
 
     def note(self, line: str) -> None:
         self.console.print(line, highlight=False, markup=False)
+
+    def problem(self, line: str) -> None:
+        self.note(line)  # above the live table
 
     def _draw(self, force: bool = False) -> None:
         if self.live is not None and (force or time.monotonic() - self.last_draw >= 0.25):
