@@ -65,6 +65,25 @@ def test_query_from_a_file_beside_the_test():
                                            for n in (10000, 20000)]
 
 
+def test_a_query_file_of_several_statements_and_a_settings_file():
+    wl = load_workload([str(HERE / "view_file.xml")], [])
+    g = wl.groups[0]
+    assert g.settings == {"max_threads": "1", "max_block_size": "2000"}  # inline over the file's
+    assert [q.sql for q in wl.queries] == [f"SELECT max(total), getSetting('max_block_size') FROM pt_view_{n}"
+                                           for n in (10, 100)]
+    assert [s.sql.splitlines()[-1].split(" AS ")[0] for s in g.setup] == ["CREATE VIEW pt_view_10",
+                                                                         "CREATE VIEW pt_view_100"]
+    assert [s.sql for s in g.teardown] == ["DROP VIEW IF EXISTS pt_view_10", "DROP VIEW IF EXISTS pt_view_100"]
+    assert all(q.tables == [] for q in wl.queries)  # the views are the test's own
+
+
+def test_a_query_file_with_two_timed_statements_is_refused(tmp_path):
+    (tmp_path / "two.sql").write_text("SELECT 1; SELECT 2;")
+    (tmp_path / "two.xml").write_text('<test><query file="two.sql"/></test>')
+    with pytest.raises(UsageError, match=r"two.xml: <query> #1: 2 timed statements in the file"):
+        load_workload([str(tmp_path / "two.xml")], [])
+
+
 def test_tables_a_test_needs_but_does_not_create():
     wl = load_workload([str(HERE / "mixed_missing.xml")], [])
     assert [q.tables for q in wl.queries] == [["hits_100m_single"], [], [], [], ["nosuchdb_pt.t"]]
@@ -86,6 +105,9 @@ def test_tables_a_test_needs_but_does_not_create():
     ("<test><settings><max_threads>1</max_threads></settings></test>", "<test>: no <query> element"),
     ("<test max_ignored_relative_change='x'><query>SELECT 1</query></test>", "not a number"),
     ("<test><query file='nope.sql'/></test>", "<query> #1 file='nope.sql'"),
+    ("<test><settings file='nope.json'/><query>SELECT 1</query></test>", "<settings file='nope.json'>"),
+    ("<test><substitutions><substitution><name>n</name><value>1</value></substitution></substitutions>"
+     "<query>SELECT {n}</query></test>", "its <value>s must be inside <values>"),
 ])
 def test_bad_input_is_one_line_naming_file_and_element(text, where):
     with pytest.raises(UsageError) as e:

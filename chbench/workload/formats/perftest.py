@@ -4,13 +4,15 @@ file is one test, read here as one :class:`~chbench.workload.model.Group`.
 The format as ClickHouse's runner (``tests/performance/scripts/perf.py``) reads it:
 
 * root ``<test>``, attribute ``max_ignored_relative_change`` (default 0.05);
-* ``<settings>``: each child element a setting for every statement of the test;
+* ``<settings>``: each child element a setting for every statement of the test
+  (``file="x.json"``: ``{"settings": {…}}`` first, the inline ones over them);
 * ``<substitutions>``: ``<substitution>`` with ``<name>`` and ``<values><value>…``; each
   template expands to the cartesian product of the substitutions it names, keys in sorted
   order (``string.Formatter`` syntax: ``{{``/``}}`` are literal braces);
 * ``<create_query>``/``<fill_query>`` in document order before the queries,
   ``<drop_query>`` before (errors ignored) and after;
-* ``<query>`` (``file="…"``: its SQL read from that file, relative to the test) — named
+* ``<query>`` (``file="…"``: its SQL read from that file, relative to the test; CREATE and
+  ALTER statements there join the set-up, DROP and TRUNCATE the tear-down) — named
   ``test_name.queryN`` in document order, N counting expanded queries;
 * ``<tags><tag>long</tag></tags>``: skipped unless asked;
 * ``<preconditions><table_exists>``: the test is skipped where the table is missing;
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import glob
 import itertools
+import json
 import os
 import random
 import re
@@ -36,7 +39,7 @@ from pathlib import Path
 from chbench.errors import UsageError
 from chbench.files import read_user_file
 from chbench.workload.model import Group, Query, Statement, Workload
-from chbench.workload.sql import created_objects, tables_named
+from chbench.workload.sql import created_objects, scan, tables_named
 
 DEFAULT_THRESHOLD = 0.05  # perf.py: ignored_relative_change when the attribute is absent
 STATEMENTS = ("create_query", "fill_query", "drop_query", "query")
@@ -87,9 +90,28 @@ class _Reader:
                 raise self.fail(f"<substitution> #{i}", "no <name>")
             vals = [v.text or "" for v in e.findall("values/value")]
             if not vals:
-                raise self.fail(f"<substitution> {name}", "no <value> in its <values> (a test needs at least one)")
+                loose = " (its <value>s must be inside <values>)" if e.find("value") is not None else ""
+                raise self.fail(f"<substitution> {name}", f"no <value> in its <values> (a test needs at least "
+                                                          f"one){loose}")
             values[name] = vals
         return values
+
+    def settings(self) -> dict[str, str]:
+        """``<settings file="x.json">`` ({"settings": {…}}, relative to the test), then the
+        inline ones over them."""
+        out: dict[str, str] = {}
+        elem = self.root.find("settings")
+        if elem is not None and "file" in elem.attrib:
+            where = f"<settings file={elem.attrib['file']!r}>"
+            try:
+                raw = read_user_file(str(Path(self.source).parent / elem.attrib["file"]), "settings file")
+                out = {str(k): str(v) for k, v in json.loads(raw)["settings"].items()}
+            except UsageError as e:
+                raise self.fail(where, str(e)) from None
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
+                raise self.fail(where, f'not a JSON object {{"settings": {{…}}}} ({e})') from None
+        out.update({e.tag: (e.text or "").strip() for e in self.root.findall("settings/*")})
+        return out
 
     def threshold(self) -> float:
         raw = self.root.attrib.get("max_ignored_relative_change")
@@ -136,36 +158,76 @@ class _Reader:
         return out
 
 
+def _statement(sql: str) -> str:
+    """As sent: without surrounding blanks and a trailing ``;``."""
+    return sql.strip().rstrip(";").rstrip()
+
+
+def _split_file(r: _Reader, text: str, where: str) -> tuple[list[str], list[str], list[str]]:
+    """A query file of several statements, as ClickHouse's runner splits it: CREATE and
+    ALTER join the set-up, DROP and TRUNCATE the tear-down, the rest is the timed query
+    (several timed statements, which its runner times together, are refused)."""
+    try:
+        masked, semis = scan(text, keep_strings=True)
+    except UsageError as e:
+        raise r.fail(where, str(e)) from None
+    bounds = [-1, *semis, len(text)]
+    create: list[str] = []
+    drop: list[str] = []
+    timed: list[str] = []
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        body = "".join(masked[a + 1:b]).strip()
+        if not body:
+            continue
+        stmt = text[a + 1:b].strip()
+        word = body.split(None, 1)[0].split("(", 1)[0].upper()
+        (create if word in ("CREATE", "ALTER") else drop if word in ("DROP", "TRUNCATE") else timed).append(stmt)
+    if len(timed) != 1:
+        raise r.fail(where, f"{len(timed)} timed statements in the file (chbench times one per query)")
+    return create, drop, timed
+
+
 def parse_perftest(text: str, source: str = "performance test") -> Workload:
     """One performance test as a workload of one group."""
     r = _Reader(text, source)
-    group = Group(name=r.name, source=source, threshold=r.threshold(),
-                  settings={e.tag: (e.text or "").strip() for e in r.root.findall("settings/*")},
+    group = Group(name=r.name, source=source, threshold=r.threshold(), settings=r.settings(),
                   requires=[(e.text or "").strip() for e in r.root.findall("preconditions/table_exists")
                             if (e.text or "").strip()],
                   tags=[(e.text or "").strip() for e in r.root.findall(".//tags/tag")])
     queries: list[Query] = []
     counts = {tag: 0 for tag in STATEMENTS}
+    extra: list[tuple[str, str, str]] = []  # (tag, template, where) from multi-statement query files
     for e in r.root:
         if e.tag not in STATEMENTS:
             continue  # <settings>, <substitutions>, <tags>, <preconditions> above; legacy elements ignored
         counts[e.tag] += 1
         where = f"<{e.tag}> #{counts[e.tag]}"
-        for sql in r.expand(r.template(e, where), where):
-            sql = sql.strip()
+        templates = [r.template(e, where)]
+        if e.tag == "query" and "file" in e.attrib:
+            create, drop, templates = _split_file(r, templates[0], where)
+            extra += [("create_query", t, where) for t in create] + [("drop_query", t, where) for t in drop]
+        for sql in (_statement(x) for t in templates for x in r.expand(t, where)):
             if e.tag == "query":
                 queries.append(Query(name=f"{r.name}.query{len(queries)}", sql=sql, group=r.name))
-            elif e.tag == "drop_query":
-                group.cleanup.append(Statement(sql, where))
-                group.teardown.append(Statement(sql, where))
             else:
-                group.setup.append(Statement(sql, where))
+                _add(group, e.tag, sql, where)
+    for tag, template, where in extra:  # after the test's own, as ClickHouse's runner adds them
+        for sql in r.expand(template, where):
+            _add(group, tag, _statement(sql), where)
     if not queries:
         raise r.fail("<test>", "no <query> element")
     _find_tables(group, queries)
     group.queries = [q.name for q in queries]
     group.expanded = len(queries)
     return Workload(queries=queries, source=source, groups=[group])
+
+
+def _add(group: Group, tag: str, sql: str, where: str) -> None:
+    if tag == "drop_query":
+        group.cleanup.append(Statement(sql, where))
+        group.teardown.append(Statement(sql, where))
+    else:
+        group.setup.append(Statement(sql, where))
 
 
 def _find_tables(group: Group, queries: list[Query]) -> None:
