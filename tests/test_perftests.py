@@ -116,19 +116,21 @@ def test_bad_input_is_one_line_naming_file_and_element(text, where):
 
 
 def test_long_tests_are_skipped_unless_asked_and_max_queries_samples_with_the_seed():
-    wl = read_tests([str(HERE)], PerfTestOptions())
+    wl = load_workload([], [], tests=[str(HERE)])
     assert {g.name: g.skip for g in wl.groups}["long_one"] == "tagged long (--long runs it)"
-    assert read_tests([str(HERE / "long_one.xml")], PerfTestOptions(long=True)).groups[0].skip is None
-    picks = [read_tests([str(HERE / "subst.xml")], PerfTestOptions(max_queries=3, seed=s)).groups[0] for s in (1, 1, 2)]
+    assert load_workload([], [], tests=[str(HERE / "long_one.xml")],
+                         test_options=PerfTestOptions(long=True)).groups[0].skip is None
+    picks = [load_workload([], [], tests=[str(HERE / "subst.xml")],
+                           test_options=PerfTestOptions(max_queries=3, seed=s)).groups[0] for s in (1, 1, 2)]
     assert picks[0].queries == picks[1].queries != picks[2].queries
     assert len(picks[0].queries) == 3 and len(picks[0].not_chosen) == 4 and picks[0].expanded == 7
     assert picks[0].queries == sorted(picks[0].queries, key=lambda n: int(n.rsplit("query", 1)[1]))
-    only = read_tests([str(HERE / "*.xml")], PerfTestOptions(filter="^(subst|reads)"))
+    only = read_tests([str(HERE / "*.xml")], "^(subst|reads)")
     assert [g.name for g in only.groups] == ["reads_file", "subst"]
 
 
 def test_unreadable_files_become_groups_with_their_error_and_others_still_load():
-    wl = read_tests([str(HERE / "bad"), str(HERE / "reads_file.xml")], PerfTestOptions())
+    wl = read_tests([str(HERE / "bad"), str(HERE / "reads_file.xml")])
     errors = {g.name: g.error for g in wl.groups}
     assert errors["reads_file"] is None and len(wl.queries) == 2
     assert "malformed XML" in errors["malformed"]
@@ -137,7 +139,7 @@ def test_unreadable_files_become_groups_with_their_error_and_others_still_load()
     with pytest.raises(UsageError, match="no such file"):
         expand_test_paths([str(HERE / "absent.xml")])
     with pytest.raises(UsageError, match="no test name matches"):
-        read_tests([str(HERE)], PerfTestOptions(filter="^zzz"))
+        read_tests([str(HERE)], "^zzz")
 
 
 # -- ClickHouse CI's rule ------------------------------------------------------------------------

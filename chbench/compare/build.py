@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from chbench.compare.checks import apply_checks
-from chbench.compare.pertest import per_test, query_thresholds_of
+from chbench.compare.pertest import per_test, test_of_queries, thresholds_of
 from chbench.compare.sides import Side, Sides, merge_sides, sides_of
 from chbench.errors import UsageError
 from chbench.results import open_results
@@ -165,7 +165,8 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
     if not set(a.queries) & set(b_queries):
         raise UsageError("the results have no query in common (matched by name, then by SQL)")
     machine = machine_state(a, b) if separate else None
-    thresholds = query_thresholds_of(a, b, rename)
+    test_of = test_of_queries(a, b, rename)
+    thresholds = thresholds_of(test_of, [*b.tests, *a.tests])
     stats = Options(threshold=opts.threshold, alpha=opts.alpha, correction=opts.correction,
                     query_thresholds=thresholds)
     if separate and all(f.format == "chbench" for f in loaded):
@@ -190,7 +191,6 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
         if doc["summary"].get("shift"):
             doc["notes"].append("decided by ClickHouse CI's rule: the common shift above is shown, not applied")
             doc["summary"]["shift"]["finding"] = None
-    test_of = {**{rename.get(n, n): t for n, t in b.test_of.items()}, **a.test_of}
     if test_of:
         doc["tests"] = per_test(doc["queries"], test_of, a.tests or b.tests)
     checks = loaded[0].checks if not separate and loaded[0].checks else None

@@ -14,15 +14,15 @@ ORDER = ("slower", "faster", "unstable", "no change", "answer changed", "fails o
          "only in A", "only in B")
 
 
-def query_thresholds_of(a: Side, b: Side, rename: dict[str, str]) -> dict[str, float]:
-    """Per query, its test's threshold (A's tests, then B's)."""
-    by_test = {t["name"]: t.get("threshold") for t in [*b.tests, *a.tests]}
-    out: dict[str, float] = {}
-    for n, t in [*((rename.get(n, n), t) for n, t in b.test_of.items()), *a.test_of.items()]:
-        thr = by_test.get(t)
-        if thr is not None:
-            out[n] = float(thr)
-    return out
+def test_of_queries(a: Side, b: Side, rename: dict[str, str]) -> dict[str, str]:
+    """Each query's test, under A's names (A's tests over B's)."""
+    return {**{rename.get(n, n): t for n, t in b.test_of.items()}, **a.test_of}
+
+
+def thresholds_of(test_of: dict[str, str], tests: list[dict[str, Any]]) -> dict[str, float]:
+    """Per query, its test's threshold, where the test set one."""
+    by_test = {t["name"]: float(t["threshold"]) for t in tests if t.get("threshold") is not None}
+    return {n: by_test[t] for n, t in test_of.items() if t in by_test}
 
 
 def per_test(rows: list[dict[str, Any]], test_of: dict[str, str], tests: list[dict[str, Any]]) -> list[dict[str, Any]]:

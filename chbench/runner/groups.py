@@ -115,9 +115,8 @@ class GroupRun:
                               self.r.infos[sid])
 
     # -- set-up and tear-down --------------------------------------------------------------
-    def _statements(self, which: str, on_error: Callable[[list[str], Statement, QueryError], bool],
-                    sides: list[str] | None = None) -> None:
-        for target, sids in self._targets(sides):
+    def _statements(self, which: str, on_error: Callable[[list[str], Statement, QueryError], bool]) -> None:
+        for target, sids in self._targets():
             for st in getattr(self.groups[sids[0]], which):
                 try:
                     target.statement(st.sql, statement_settings(self.settings(sids[0])))

@@ -91,7 +91,7 @@ def load_workload(files: list[str], queries: list[str], fmt: str = AUTO, scale: 
     for i, sql in enumerate(queries):
         parts.append(read_workload("-", fmt) if sql == "-" else parse_workload(sql, f"--query #{i + 1}", "script"))
     if tests:
-        parts.append(read_tests(tests, opts))
+        parts.append(read_tests(tests, opts.filter))
     if not parts:
         if test_options is not None and test_options != PerfTestOptions():
             raise UsageError("--tests-filter, --long and --max-queries choose among performance tests: give "
@@ -103,7 +103,7 @@ def load_workload(files: list[str], queries: list[str], fmt: str = AUTO, scale: 
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise UsageError(f"test {twice[0]!r} is given twice")
-        wl = select_tests(wl, opts)  # idempotent: --tests were selected already
+        wl = select_tests(wl, opts)
     return wl
 
 

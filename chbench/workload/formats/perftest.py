@@ -280,11 +280,12 @@ def expand_test_paths(paths: list[str]) -> list[str]:
     return out
 
 
-def read_tests(paths: list[str], opts: PerfTestOptions) -> Workload:
-    """Every test file as one workload; a file that cannot be read becomes a group with
-    its error (the run reports it and goes on)."""
+def read_tests(paths: list[str], name_filter: str | None = None) -> Workload:
+    """Every test file whose name matches (others are not read) as one workload; a file
+    that cannot be read becomes a group with its error (the run reports it and goes on).
+    ``select_tests`` applies the other options."""
     wl = Workload(queries=[], source=" ".join(paths))
-    pattern = _filter(opts.filter)
+    pattern = _filter(name_filter)
     for path in expand_test_paths(paths):
         name = name_of_test(path)
         if pattern is not None and not pattern.search(name):
@@ -304,11 +305,11 @@ def read_tests(paths: list[str], opts: PerfTestOptions) -> Workload:
         wl.queries += part.queries
         wl.groups += part.groups
     if not wl.groups:
-        raise UsageError(f"--tests-filter {opts.filter!r}: no test name matches")
+        raise UsageError(f"--tests-filter {name_filter!r}: no test name matches")
     if all(g.error for g in wl.groups):
         more = f" (and {len(wl.groups) - 1} more test files that cannot be read)" if len(wl.groups) > 1 else ""
         raise UsageError(f"{wl.groups[0].error}{more}")
-    return select_tests(wl, PerfTestOptions(None, opts.long, opts.max_queries, opts.seed))
+    return wl
 
 
 def _filter(regex: str | None) -> re.Pattern[str] | None:
