@@ -118,9 +118,12 @@ TARGET_HELP = f"{SCHEMES} (repeatable; default: the embedded engine)"
 PASSWORD_HELP = "password: CLICKHOUSE_PASSWORD or --password-file FILE (never put it in the URL)"
 
 
-def add_connection(p: argparse.ArgumentParser, target_help: str = TARGET_HELP, short: bool = False) -> None:
+def add_connection(p: argparse.ArgumentParser, target_help: str = TARGET_HELP, short: bool = False,
+                   who: str = "--user") -> None:
     """Where queries go and who connects. ``short`` adds clickhouse-benchmark's one-letter
-    spellings (-h host, -p port, -s secure: its parser has no -h for help)."""
+    spellings (-h host, -p port, -s secure: its parser has no -h for help); ``who`` names
+    the user flag (``capture`` keeps ``--user``/``--database`` for its filters: its
+    connection's are ``--connect-user``/``--connect-database``)."""
     g = p.add_argument_group("where queries go")
     g.add_argument("--target", action="append", metavar="URL", default=[], help=target_help)
     g.add_argument(*(["-h"] if short else []), "--host", action="append", default=[],
@@ -130,8 +133,8 @@ def add_connection(p: argparse.ArgumentParser, target_help: str = TARGET_HELP, s
     g.add_argument("--http", action="store_true", help="with --host/--port: the HTTP interface")
     g.add_argument(*(["-s"] if short else []), "--secure", action="store_true",
                    help="TLS (certificates are verified)")
-    g.add_argument("--user", help="user name (default: 'default')")
-    g.add_argument("--database", help="default database")
+    g.add_argument(who, dest="user", help="user name (default: 'default')")
+    g.add_argument(who.replace("user", "database"), dest="database", help="default database")
     g.add_argument("--password-file", metavar="FILE", help="read the password from FILE (else CLICKHOUSE_PASSWORD)")
     g.add_argument("--password", help="the password (shows in the process list: prefer CLICKHOUSE_PASSWORD)")
     g.add_argument("--ca-file", metavar="FILE", help="CA bundle for TLS verification")
@@ -155,13 +158,16 @@ def test_options(args: argparse.Namespace) -> Any:
     return PerfTestOptions(filter=args.tests_filter, long=args.long, max_queries=args.max_queries, seed=args.seed)
 
 
-def add_statistics(p: argparse.ArgumentParser) -> None:
-    """How two sides are compared (compare, report)."""
+def add_statistics(p: argparse.ArgumentParser, verdict_only: bool = False) -> None:
+    """How two sides are compared (compare, report); ``verdict_only``: the threshold and
+    the false-alarm control alone (replay: both sides measured in one run, by service time)."""
     g = p.add_argument_group("statistics (docs/statistics.md)")
     g.add_argument("--threshold", type=percent, default=0.05, help="smallest change worth a verdict (default 5%%)")
     g.add_argument("--alpha", type=float, default=0.05, help="significance level after correction (default 0.05)")
     g.add_argument("--correction", choices=["holm", "bh", "none"], default="holm",
                    help="false-alarm control across queries (default holm)")
+    if verdict_only:
+        return
     g.add_argument("--metric", choices=["client_ms", "server_ms"], default="client_ms")
     g.add_argument("--method", choices=["chbench", "clickhouse"], default="chbench",
                    help="decision rule: chbench's (default) or ClickHouse CI's randomization test on medians "

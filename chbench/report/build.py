@@ -15,6 +15,7 @@ from chbench.export.sections import Report, Section
 from chbench.report.clickbench import scores_section
 from chbench.report.comparison import comparison_section
 from chbench.report.load import load_section
+from chbench.report.replay import replay_section
 from chbench.report.run import run_section
 from chbench.report.transfer import transfer_section
 from chbench.results import (
@@ -22,6 +23,7 @@ from chbench.results import (
     ClickBenchRunDocument,
     ClickHouseBenchmarkFile,
     LoadDocument,
+    ReplayDocument,
     ResultsFile,
     RunDocument,
     TransferDocument,
@@ -38,9 +40,10 @@ def build_report(files: list[str], opts: CompareOptions | None = None) -> Report
         raise UsageError("give at least one results file")
     opened: list[tuple[str, ResultsFile]] = [(f, open_results(f)) for f in files]
     for f, doc in opened:
-        if not isinstance(doc, (*COMPARABLE, LoadDocument, ClickBenchEntry, ClickBenchRunDocument, TransferDocument)):
+        if not isinstance(doc, (*COMPARABLE, LoadDocument, ReplayDocument, ClickBenchEntry, ClickBenchRunDocument,
+                                TransferDocument)):
             raise UsageError(f"{f}: a chbench '{getattr(doc, 'kind', '?')}' file has no report (report takes run, "
-                             "load, clickbench, ingest and read files)")
+                             "load, replay, clickbench, ingest and read files)")
     sections: list[Section] = []
     comparable = [(f, d) for f, d in opened if isinstance(d, COMPARABLE)]
     if len(comparable) > 2:
@@ -52,6 +55,7 @@ def build_report(files: list[str], opts: CompareOptions | None = None) -> Report
             sections.append(comparison_section(build_comparison([f for f, _ in comparable], opts)))
         sections += [run_section(f, d) for f, d in comparable if isinstance(d, RunDocument)]
     sections += [load_section(f, d) for f, d in opened if isinstance(d, LoadDocument)]
+    sections += [replay_section(f, d) for f, d in opened if isinstance(d, ReplayDocument)]
     entries = [(f, d) for f, d in opened if isinstance(d, (ClickBenchEntry, ClickBenchRunDocument))]
     if entries:
         sections.append(scores_section(score([entry_of(f, d) for f, d in entries])))

@@ -210,3 +210,32 @@ def throughput(name: str, rows: list[tuple[str, float]], ceilings: list[tuple[st
 
 def _short(text: str, n: int = 30) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def replay_schedule(name: str, sides: list[tuple[str, list[float], list[float]]]) -> str:
+    """Planned vs actual start: each query's lateness (actual − planned send) against its
+    planned time, per target."""
+    fig, ax = plt.subplots(figsize=(6.5, 2.6))
+    for i, (label, planned, lateness) in enumerate(sides):
+        ax.scatter(planned, lateness, s=3, color=SIDE_COLORS[i % len(SIDE_COLORS)], label=label,
+                   rasterized=len(planned) > RASTERIZE_ABOVE, linewidths=0)
+    ax.axhline(5.0, color="#d62728", lw=0.8, ls="--", label="late (5 ms)")
+    ax.set_xlabel("planned start (s)")
+    ax.set_ylabel("actual − planned (ms)")
+    ax.set_title("Schedule: how late each query started")
+    ax.legend(fontsize=6, frameon=False, loc="upper left")
+    return to_svg(fig, name)
+
+
+def replay_latency(name: str, sides: list[tuple[str, list[float], list[float]]]) -> str:
+    """Latency (from the planned start) over the replay, per target."""
+    fig, ax = plt.subplots(figsize=(6.5, 2.6))
+    for i, (label, planned, latency) in enumerate(sides):
+        ax.scatter(planned, latency, s=3, color=SIDE_COLORS[i % len(SIDE_COLORS)], label=label,
+                   rasterized=len(planned) > RASTERIZE_ABOVE, linewidths=0)
+    ax.set_yscale("log")
+    ax.set_xlabel("planned start (s)")
+    ax.set_ylabel("latency ms")
+    ax.set_title("Latency over time")
+    ax.legend(fontsize=6, frameon=False, loc="upper left")
+    return to_svg(fig, name)

@@ -19,6 +19,7 @@ from chbench.results.open import (
     open_results,
     read_json_object,
 )
+from chbench.results.replay import ReplayDocument
 from chbench.results.run import Calibration, RunDocument, RunQuery, RunSample, RunTarget
 from chbench.results.store import write_atomic
 from chbench.results.transfer import IngestDocument, ReadDocument, TransferDocument
@@ -40,6 +41,7 @@ __all__ = [
     "LoadLevel",
     "Meta",
     "ReadDocument",
+    "ReplayDocument",
     "ResultsFile",
     "ResultsWriter",
     "RunDocument",

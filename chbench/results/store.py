@@ -7,8 +7,9 @@ import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from chbench.errors import UsageError
 
@@ -23,6 +24,19 @@ def _umask() -> int:
 
 
 def write_atomic(path: str | Path, doc: dict[str, Any]) -> None:
+    def dump(f: IO[str]) -> None:
+        json.dump(doc, f, separators=(",", ":"), allow_nan=False)
+        f.write("\n")
+
+    write_file_atomic(path, dump)
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """A text file (a query suite) written the same way."""
+    write_file_atomic(path, lambda f: f.write(text))
+
+
+def write_file_atomic(path: str | Path, write: Callable[[IO[str]], object]) -> None:
     p = Path(path)
     if p.exists() and not p.is_file():
         # renaming over /dev/null as root replaces the device with a file (it happened
@@ -34,8 +48,7 @@ def write_atomic(path: str | Path, doc: dict[str, Any]) -> None:
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, separators=(",", ":"), allow_nan=False)
-            f.write("\n")
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, p)

@@ -214,14 +214,15 @@ class Target(ABC):
             if attempt:
                 time.sleep(0.25 * 2**attempt)
             try:
-                self._flush_logs()
+                self.flush_logs()
                 out.update(self._query_log_rows(missing))
             except QueryError as e:
                 raise QueryError(e.code, f"system.query_log unavailable ({e.message})") from None
             missing = [q for q in missing if q not in out]
         return out
 
-    def _flush_logs(self) -> None:
+    def flush_logs(self) -> None:
+        """SYSTEM FLUSH LOGS (spelled as the server's version wants)."""
         try:
             self.command("SYSTEM FLUSH LOGS")
         except QueryError:  # 18.x spelled it differently

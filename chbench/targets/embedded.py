@@ -22,7 +22,7 @@ from chbench.targets.base import (
     first_line,
     parse_exception_code,
 )
-from chbench.targets.result import Result, parse_tsv_with_types, unescape_tsv
+from chbench.targets.result import Result, parse_tsv_with_types, tsv_rows, unescape_tsv
 from chbench.targets.url import Protocol, TargetURL
 
 
@@ -147,7 +147,7 @@ class EmbeddedTarget(Target):
 
     def query_rows(self, sql: str) -> list[list[str]]:
         text = self.session.text(sql + "\nFORMAT TabSeparated")
-        return [line.split("\t") for line in text.splitlines()]
+        return tsv_rows(text)
 
     def query_bytes(self, sql: str) -> bytes:
         r = self.session.raw(sql)

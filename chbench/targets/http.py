@@ -38,7 +38,7 @@ from chbench.targets.base import (
     is_loopback,
     parse_exception_code,
 )
-from chbench.targets.result import Result, parse_tsv_with_types
+from chbench.targets.result import Result, parse_tsv_with_types, tsv_rows
 from chbench.targets.url import Protocol, TargetURL
 
 CONNECT_TIMEOUT = 5.0
@@ -163,7 +163,7 @@ class HttpTarget(Target):
 
     def query_rows(self, sql: str) -> list[list[str]]:
         text = self._admin(sql + "\nFORMAT TabSeparated").decode("utf-8", "replace")
-        return [line.split("\t") for line in text.splitlines()]
+        return tsv_rows(text)
 
     def query_bytes(self, sql: str) -> bytes:
         return self._admin(sql)

@@ -36,3 +36,12 @@ def parse_tsv_with_types(text: str) -> Result:
     types = [unescape_tsv(v) for v in lines[1].split("\t")]
     rows = [[unescape_tsv(v) for v in line.split("\t")] for line in lines[2:]]
     return Result(names, types, rows)
+
+
+def tsv_rows(text: str) -> list[list[str]]:
+    """TabSeparated → rows of unescaped values. Lines end at ``\\n`` only: values keep
+    the characters ``str.splitlines`` would also split at (``\\x1e``, ``\\u2028``, …)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [[unescape_tsv(v) for v in line.split("\t")] for line in lines]
