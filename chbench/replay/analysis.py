@@ -16,14 +16,14 @@ def _pct(values: np.ndarray, q: float) -> float | None:
     return round(float(np.percentile(values, q)), 3) if len(values) else None
 
 
-def schedule_summary(planned: int, skipped: int, columns: list[dict[str, Any]], late_ms: float,
+def schedule_summary(planned: int, skipped: int, columns: list[dict[str, Any]], targets: int, late_ms: float,
                      timed: bool) -> dict[str, Any]:
-    """``planned`` queries per target × targets; ``sent`` + ``dropped`` + ``skipped`` =
+    """``planned`` queries per target × ``targets``; ``sent`` + ``dropped`` + ``skipped`` =
     ``planned``. Lateness = actual send − planned send (open loop only)."""
     lateness = np.concatenate([np.asarray(c["lateness_ms"], dtype=float) for c in columns]) if columns \
         else np.zeros(0)
     sent = int(len(lateness))
-    n = max(1, len(columns))
+    n = max(1, targets)
     out: dict[str, Any] = {
         "planned": planned * n, "sent": sent, "late": int((lateness > late_ms).sum()) if timed else 0,
         "dropped": max(0, (planned - skipped) * n - sent), "skipped": skipped * n,

@@ -36,10 +36,11 @@ _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d|w)$", re.I)
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 # query_log's query_kind values, as --query-kind accepts them (18.x has no such column:
 # the kind is read off the statement's first keyword)
-KINDS = {"select": "Select", "insert": "Insert", "create": "Create", "drop": "Drop", "alter": "Alter",
-         "system": "System", "set": "Set", "show": "Show", "explain": "Explain", "describe": "Describe",
-         "rename": "Rename", "delete": "Delete", "update": "Update", "optimize": "Optimize", "grant": "Grant",
-         "truncate": "Drop", "use": "Use", "kill": "KillQuery", "exists": "Exists"}
+KINDS = {"select": "Select", "with": "Select", "insert": "Insert", "create": "Create", "drop": "Drop",
+         "alter": "Alter", "system": "System", "set": "Set", "show": "Show", "explain": "Explain",
+         "describe": "Describe", "desc": "Describe", "rename": "Rename", "delete": "Delete", "update": "Update",
+         "optimize": "Optimize", "grant": "Grant", "truncate": "Drop", "use": "Use", "kill": "KillQuery",
+         "exists": "Exists"}
 
 
 def when(text: str | None, now_us: int, what: str) -> int | None:

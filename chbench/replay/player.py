@@ -260,6 +260,9 @@ class Lane(threading.Thread):
     def run(self) -> None:
         p = self.player
         try:
+            if not self.targets:  # a lane opened during the replay: connected before it leads
+                for db in p.opts.databases or [None]:
+                    self.target(db)
             while True:
                 item = p.lead(self)
                 if item is None:
@@ -280,6 +283,7 @@ class Lane(threading.Thread):
     def _send(self, item: Item) -> bool:
         p = self.player
         planned = p.t0 + item.t / p.opts.speed
+        target = self.target(item.database)  # a database not opened yet: while there is time
         if not p.opts.sequential:
             while True:
                 wait = planned - time.monotonic()
@@ -291,7 +295,6 @@ class Lane(threading.Thread):
                 p.leader = None
                 p.cond.notify()
             return False
-        target = self.target(item.database)
         p.hand_off()
         sent = time.monotonic()
         if target is None:  # its database is refused there: an error of its own, not sent
@@ -309,15 +312,15 @@ class Lane(threading.Thread):
         except QueryError as e:
             code, message = e.code or -1, e.message
         except ServerLost as e:
+            code, message = -1, str(e)
             p.lost(str(e))
-            return False
         finally:
             with p.cond:
                 p.in_flight -= 1
         end = time.monotonic()
         p.samples.add(item, planned - p.t0, (sent - planned) * 1000.0, (end - planned) * 1000.0,
                       (end - sent) * 1000.0, code, message)
-        return True
+        return not p.stop.is_set()
 
 
 def lanes_needed(offsets: list[float], durations_ms: list[float], speed: float) -> int:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from chbench.errors import ChbenchError, UsageError
+from chbench.errors import UsageError
 from chbench.replay import analysis
 from chbench.replay.answers import check_answers
 from chbench.replay.player import LATE_MS, SPARE_LANES, Item, Player, PlayOptions, lanes_needed, run_players
@@ -279,16 +279,14 @@ def fill(doc: ReplayDocument, p: Plan, sides: list[Side], final: bool, opts: Rep
     columns = {s.id: s.player.samples.to_json() for s in sides if s.player is not None}
     timed = not (opts.sequential if opts else doc.options.get("mode") == "sequential")
     doc.samples = columns
-    doc.schedule = analysis.schedule_summary(p.lines, sum(p.skipped.values()), list(columns.values()),
-                                             LATE_MS, timed)
+    skipped = sum(p.skipped.values())
+    doc.schedule = analysis.schedule_summary(p.lines, skipped, list(columns.values()), len(sides), LATE_MS, timed)
     for t, s in zip(doc.targets, sides, strict=True):
-        if s.player is not None:
-            one = analysis.schedule_summary(p.lines, sum(p.skipped.values()), [columns[s.id]], LATE_MS, timed)
-            t["schedule"] = {**one, "connections": len(s.player.lanes), "fatal": s.player.fatal}
+        one = analysis.schedule_summary(p.lines, skipped, [columns[s.id]] if s.id in columns else [], 1, LATE_MS,
+                                        timed)
+        t["schedule"] = {**one, "connections": len(s.player.lanes) if s.player else 0,
+                         "fatal": s.player.fatal if s.player else None}
     if final:
         doc.by_hash = analysis.by_hash(doc.hashes, columns)
         if len(columns) == 2 and opts is not None:
-            try:
-                doc.comparison = analysis.compare(doc.hashes, columns, opts.stats)
-            except ChbenchError:
-                doc.comparison = None
+            doc.comparison = analysis.compare(doc.hashes, columns, opts.stats)
