@@ -89,6 +89,19 @@ def test_not_a_workload_is_one_line(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("replay", str(bad)))  # no target named: nothing is sent anywhere
 
 
+def test_admin_rows_are_unescaped(log_server: ModernServer) -> None:
+    """query_rows gives values as they are: a query's newline or a \\x1e inside it does
+    not split its row (captured query texts have both)."""
+    from chbench.targets import Credentials, make_target
+
+    for spec in (log_server.http_url, log_server.native_url, "embedded"):
+        t = make_target(spec, Credentials())
+        try:
+            assert t.query_rows("SELECT 'a\\nb\\x1Ec\\td', 2") == [["a\nb\x1ec\td", "2"]], spec
+        finally:
+            t.close()
+
+
 def test_capture_needs_a_query_log(tmp_path: Path) -> None:
     r = run_cli("capture", "--target", "embedded", "--out", str(tmp_path / "w.jsonl"))
     assert_one_line_error(r)

@@ -58,7 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--timeout", type=positive_float, metavar="S", help="per-query time limit")
     r.add_argument("--max-connections", type=positive_int, default=512, metavar="N",
                    help="at most N connections per target (default 512)")
-    r.add_argument("--out", metavar="FILE", help="results file (kind replay)")
+    r.add_argument("--out", metavar="FILE", help="results file (kind replay; default: chbench-replay-<time>.json)")
     add_quiet(r)
     add_statistics(p, verdict_only=True)
 
@@ -78,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("say where the workload goes: --target URL (replay traffic only goes to targets you name)")
     if len(specs) > 2:
         raise UsageError(f"replay takes one target or two side by side, got {len(specs)}")
+    from datetime import datetime
+
+    args.out = args.out or f"chbench-replay-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
     check_output_path(args.out)
     opts = ReplayOptions(workload=args.workload, targets=specs, credentials=credentials(args), speed=args.speed,
                          sequential=args.mode == "sequential", order=args.order, allow_writes=args.allow_writes,
@@ -90,12 +93,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if not args.quiet:
-        sys.stdout.write(ConsoleExporter().render(Report("", [replay_section(args.out or "replay", doc,
-                                                                             charts=False)])))
+        sys.stdout.write(ConsoleExporter().render(Report("", [replay_section(args.out, doc, charts=False)])))
     for s in sides:
         s.target.close()
-    if args.out:
-        sys.stderr.write(f"chbench: results written to {args.out}\n")
+    sys.stderr.write(f"chbench: results written to {args.out}\n")
     if status == "interrupted":
         return EXIT_INTERRUPTED
     if status == "server_lost":
