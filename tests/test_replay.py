@@ -268,8 +268,10 @@ def test_capture_from_exported_files(log_server: ModernServer, captured: dict[st
         out = tmp_path / f"from-{ext}.jsonl"
         r = run_cli("capture", "--from", str(path), "--out", str(out))
         assert r.code == 0, (fmt, r.stderr)
-        got = {r["query_id"]: r for r in lines(out)[1] if r["query_id"] in direct}
+        header, recs = lines(out)
+        got = {r["query_id"]: r for r in recs if r["query_id"] in direct}
         assert set(got) == set(direct), fmt
+        assert header["source"]["file"] == str(path) and header["source"]["server_version"].startswith("26."), fmt
         for qid, rec in got.items():
             d = direct[qid]
             assert (rec["start_time"], rec["query"], rec["database"], rec["settings"], rec["session"],

@@ -261,7 +261,8 @@ def _write(opts: CaptureOptions, ordered: Iterator[dict[str, Any]], log: FileLog
             if opts.limit and seen >= opts.limit:
                 break
         header = Header(
-            source={**source_info, "columns_missing": log.missing, "time_precision": log.time_precision,
+            source={**source_info, "server_version": source_info.get("server_version") or getattr(log, "version", None),
+                    "columns_missing": log.missing, "time_precision": log.time_precision,
                     "normalized_query_hash": "chbench" if "normalized_query_hash" in log.missing else "server",
                     "captured_at": iso_us(now_us)},
             window={"since": iso_us(first_us) if first_us is not None else None,

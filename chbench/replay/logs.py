@@ -174,7 +174,8 @@ def _code_of(exception: str) -> int:
 FILE_FORMATS = {"parquet": "Parquet", "tsv": "TSVWithNames", "tsvwithnames": "TSVWithNames",
                 "tabseparatedwithnames": "TSVWithNames", "jsonl": "JSONEachRow", "ndjson": "JSONEachRow",
                 "json": "JSONEachRow", "jsoneachrow": "JSONEachRow"}
-NEEDED = ("type", "is_initial_query", "query_start_time_microseconds", "query_start_time", "query_id", "query",
+NEEDED = ("clickhouse_version", "type", "is_initial_query", "query_start_time_microseconds", "query_start_time",
+          "query_id", "query",
           "current_database", "user", "Settings", "Settings.Names", "Settings.Values", "normalized_query_hash",
           "query_duration_ms", "read_rows", "read_bytes", "result_rows", "memory_usage", "exception_code",
           "exception", "query_kind", "address", "port", "interface")
@@ -205,6 +206,7 @@ class FileLog:
             raise UsageError(f"unknown time zone '{timezone}' (--from-timezone)") from None
         self.columns: set[str] = set()
         self.missing: list[str] = []
+        self.version: str | None = None  # the server's, from the export's clickhouse_version column
 
     @property
     def time_precision(self) -> str:
@@ -278,6 +280,8 @@ class FileLog:
                     yield self._row(d)
 
     def _row(self, d: dict[str, Any]) -> LogRow:
+        if self.version is None and d.get("clickhouse_version"):
+            self.version = _text(d["clickhouse_version"])
         start = d.get("query_start_time_microseconds")
         start_us = self._micros(start if start is not None else d.get("query_start_time"))
         settings = d.get("Settings")
