@@ -21,6 +21,7 @@ from chbench.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER_
 
 if TYPE_CHECKING:
     from chbench.load.config import LoadConfig
+    from chbench.load.engine import Host
     from chbench.workload import Workload
 
 NAME = "load"
@@ -43,6 +44,7 @@ exit codes: 0 ok, 1 a query failed (see --continue_on_errors), 2 bad input, 3 se
             130 interrupted (the report covers everything measured)
 """
 _SETTING_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SLO_LANES = 64  # connections of a capacity search when -c is not given: rates, not lanes, should limit
 
 
 def confidence(text: str) -> int:
@@ -65,7 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="random order (weighted by '-- weight:')")
     q.add_argument("--seed", type=non_negative_int, default=0, help="seed for -r, host choice and --poisson")
     c = p.add_argument_group("how much load (clickhouse-benchmark)")
-    c.add_argument("-c", "--concurrency", type=positive_int, default=1, help="parallel queries (default 1)")
+    c.add_argument("-c", "--concurrency", type=positive_int,
+                   help=f"parallel queries (default 1; with --slo {SLO_LANES} connections)")
     c.add_argument("-C", "--max_concurrency", "--max-concurrency", dest="max_concurrency", type=positive_int,
                    help="sweep concurrency 1..N, one report per level, and find the knee")
     c.add_argument("-i", "--iterations", type=non_negative_int, default=0, help="queries to run (0: no limit)")
@@ -93,6 +96,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--poisson", action="store_true", help="with --rate: Poisson arrivals instead of fixed spacing")
     o.add_argument("--latency-limit", "--latency_limit", dest="latency_limit", type=positive_float, metavar="MS",
                    help="count requests slower than MS")
+    s = p.add_argument_group("capacity under an SLO (docs/load.md)")
+    s.add_argument("--slo", action="append", default=[], metavar="SLO",
+                   help="'p99<=200ms', 'p50<=20ms', 'errors<=0.1%%' (repeatable): find the highest open-loop rate "
+                        "at which every SLO holds")
+    s.add_argument("--rate-min", type=positive_float, default=10.0, metavar="QPS", help="first rate (default 10)")
+    s.add_argument("--rate-max", type=positive_float, default=10000.0, metavar="QPS",
+                   help="highest rate tried (default 10000)")
+    s.add_argument("--step-duration", type=positive_float, default=10.0, metavar="S",
+                   help="seconds per step; an undecided step runs again (default 10)")
     o.add_argument("--workers", type=positive_int, default=1,
                    help="spread connections over N processes (histograms merged exactly)")
     o.add_argument("--json", metavar="FILE", help="clickhouse-benchmark's JSON report (keyed by host when comparing)")
@@ -146,14 +158,25 @@ def build_config(args: argparse.Namespace) -> LoadConfig:
     from chbench.load.config import LoadConfig
     from chbench.targets import parse_target_url, target_class
 
-    if args.rate is None and args.poisson:
+    if args.rate is None and args.poisson and not args.slo:
         raise UsageError("--poisson needs --rate QPS")
+    if args.slo and (args.rate or args.max_concurrency or args.iterations or args.timelimit):
+        raise UsageError("--slo searches the rate itself: leave out --rate, -C, -i and -t (see --rate-min, "
+                         "--rate-max, --step-duration)")
+    if args.slo:
+        from chbench.load.capacity import parse_slo
+
+        for text in args.slo:
+            parse_slo(text)  # a bad SLO is one line before anything connects
+    if args.slo and args.rate_min >= args.rate_max:
+        raise UsageError(f"--rate-min {args.rate_min:g} must be below --rate-max {args.rate_max:g}")
+    concurrency = args.concurrency or (SLO_LANES if args.slo else 1)
     specs = target_specs(args)
     creds = credentials(args)
     caps = [target_class(parse_target_url(s)).capabilities for s in specs]  # what they can do, nothing started
     if args.workers > 1 and any(not c.concurrent_sessions for c in caps):
         raise UsageError("--workers needs a server target: the embedded engine lives inside one process")
-    if (args.concurrency > 1 or args.max_concurrency) and any(not c.concurrent_sessions and not c.in_process
+    if (concurrency > 1 or args.max_concurrency) and any(not c.concurrent_sessions and not c.in_process
                                                               for c in caps):
         raise UsageError("a versioned embedded engine runs one query at a time in its worker process: for "
                          "concurrent load start that version's server with server@VERSION")
@@ -163,13 +186,14 @@ def build_config(args: argparse.Namespace) -> LoadConfig:
         settings["readonly"] = settings.get("readonly", "2")
     return LoadConfig(
         targets=specs, credentials=creds, queries=workload.queries, setup=workload.setup,
-        teardown=workload.teardown, concurrency=args.concurrency,
+        teardown=workload.teardown, concurrency=concurrency,
         max_concurrency=args.max_concurrency or 0, iterations=args.iterations, timelimit=args.timelimit,
         randomize=bool(args.randomize), seed=args.seed, delay=args.delay, cumulative=args.cumulative,
         confidence=args.confidence, stage=args.stage, query_id_prefix=args.query_id_prefix or "",
-        reconnect=args.reconnect or 0, continue_on_errors=args.continue_on_errors,
+        reconnect=args.reconnect or 0, continue_on_errors=args.continue_on_errors or bool(args.slo),
         max_consecutive_errors=args.max_consecutive_errors, roundrobin=args.roundrobin, settings=settings,
-        rate=args.rate or 0.0, poisson=args.poisson, latency_limit_ms=args.latency_limit or 0.0,
+        rate=args.rate or (args.rate_min if args.slo else 0.0), poisson=args.poisson,
+        latency_limit_ms=args.latency_limit or 0.0,
         workers=args.workers, timeout=args.timeout)
 
 
@@ -191,6 +215,8 @@ def run(args: argparse.Namespace) -> int:
         for warning in h.warnings:
             err.write(f"Note: {warning}.\n")
     err.flush()
+    if args.slo:
+        return _capacity(args, cfg, hosts)
     last = run_load(cfg, hosts, args.out, args.json, args.quiet, err)
     if last.fatal:
         err.write(f"chbench: error: {last.fatal} (report above covers everything measured)\n")
@@ -201,4 +227,22 @@ def run(args: argparse.Namespace) -> int:
     if last.failure:
         err.write(f"chbench: error: {last.failure} (use --continue_on_errors to go on)\n")
         return EXIT_FINDING
+    return EXIT_OK
+
+
+def _capacity(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host]) -> int:
+    """--slo: the search; its last line, ``capacity: R QPS``, also on standard output."""
+    from chbench.load.capacity import capacity_line, parse_slo
+    from chbench.load.session import run_capacity
+
+    slos = [parse_slo(s) for s in args.slo]
+    cap, stopped = run_capacity(cfg, hosts, {"slos": slos, "rate_min": args.rate_min, "rate_max": args.rate_max,
+                                             "step_s": args.step_duration}, args.out, args.quiet, sys.stderr)
+    if stopped is not None and stopped.fatal:
+        sys.stderr.write(f"chbench: error: {stopped.fatal} (the steps so far are in the report and --out)\n")
+    sys.stderr.flush()
+    sys.stdout.write(capacity_line(cap, args.rate_min) + "\n")
+    sys.stdout.flush()
+    if stopped is not None:
+        return EXIT_SERVER_LOST if stopped.fatal else EXIT_INTERRUPTED
     return EXIT_OK

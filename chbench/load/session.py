@@ -4,15 +4,16 @@ clickhouse-benchmark's shape, the sweep and its knee, the ``--out`` results file
 
 from __future__ import annotations
 
-from typing import TextIO
+from dataclasses import replace
+from typing import Any, TextIO
 
 from chbench.errors import QueryError, ServerLost, SetupFailed
 from chbench.export.benchmark import level_lines, sweep_lines
 from chbench.load.config import LoadConfig
-from chbench.load.document import level_entry, new_document, sweep_rows, views
+from chbench.load.document import level_entry, new_document, status_of, sweep_rows, views
 from chbench.load.engine import Host, LevelResult, run_level
 from chbench.load.summary import benchmark_json, knee
-from chbench.results import ResultsWriter, write_atomic
+from chbench.results import LoadLevel, ResultsWriter, write_atomic
 from chbench.targets import make_target
 from chbench.ui.load import make_display
 
@@ -88,3 +89,40 @@ def _levels(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str 
     if json_path:
         write_atomic(json_path, benchmark_json(views(cfg, hosts, last), last.seconds))
     return last
+
+
+def run_capacity(cfg: LoadConfig, hosts: list[Host], search_args: dict[str, Any], out: str | None, quiet: bool,
+                 err: TextIO) -> tuple[dict[str, Any], LevelResult | None]:
+    """``--slo``: set-up, the capacity search (every step's runs kept as levels of the
+    results file, written after each step), tear-down. Returns the capacity and the run
+    that stopped the search early, if any (Ctrl-C, a lost server)."""
+    from chbench.load.capacity import Search, capacity_line, step_line
+
+    statements(cfg, hosts, cfg.setup, strict=True)
+    doc = new_document(cfg, hosts)
+    writer = ResultsWriter(out, doc)
+
+    def levels(search: Search) -> list[LoadLevel]:
+        return [level_entry(replace(cfg, rate=rate), hosts, res) for rate, res in zip(search.rates, search.results,
+                                                                                       strict=True)]
+
+    def on_step(entry: dict[str, Any]) -> None:
+        if not quiet:
+            err.write(f"step {len(search.steps)}: {step_line(entry)}\n")
+            err.flush()
+        doc.levels = levels(search)
+        doc.capacity = {"steps": search.steps, "complete": False}
+        writer.checkpoint(force=True)
+
+    try:
+        search = Search(cfg, hosts, display=make_display(replace(cfg, delay=0.0), hosts, quiet=True),
+                        on_step=on_step, **search_args)
+        cap = search.run()
+        doc.capacity, doc.levels = cap, levels(search)
+        writer.finish(status_of(search.stopped) if search.stopped else "complete")
+        err.write(capacity_line(cap, search.rate_min) + "\n")
+        err.flush()
+        return cap, search.stopped
+    finally:
+        for failure in statements(cfg, hosts, cfg.teardown, strict=False):
+            err.write(f"chbench: note: tear-down failed on {failure}\n")

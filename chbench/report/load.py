@@ -60,6 +60,9 @@ def load_section(path: str, doc: LoadDocument, charts: bool = True) -> Section:
         if charts:
             blocks.append(Charts([chart("sweep", "sweep", sweep["levels"], knee)]))
         blocks.append(Text(f"Knee of the sweep: {knee if knee is not None else 'none'}."))
+    if doc.capacity and doc.capacity.get("steps"):
+        blocks += capacity_blocks(path, doc.capacity, charts)
+        return Section(f"Load: {Path(path).name}", "load", blocks)
     for i, (lv, s) in enumerate(zip(doc.levels, levels, strict=True)):
         k = f"{key(path)}_{i}"
         drawn = []
@@ -73,3 +76,33 @@ def load_section(path: str, doc: LoadDocument, charts: bool = True) -> Section:
         if s["errors_by_code"]:
             blocks.append(Text("Errors by code: " + ", ".join(f"{c}: {n}" for c, n in s["errors_by_code"].items())))
     return Section(f"Load: {Path(path).name}", "load", blocks)
+
+
+STEP_COLUMNS = [Column("offered QPS", ",.1f", key="offered_qps"), Column("achieved QPS", ",.1f", key="achieved_qps"),
+                Column("seconds", ".1f"), Column("p50 ms", ".2f", key="p50_ms"),
+                Column("p99 ms", ".2f", key="p99_ms"), Column("p99 95% CI", ".2f", key=("p99_low", "p99_high"),
+                                                                sep=" – "),
+                Column("errors", ",d"), Column("late", ",d"), Column("dropped", ",d"),
+                Column("verdict", align="left")]
+
+
+def capacity_blocks(path: str, cap: dict[str, Any], charts: bool) -> list[Any]:
+    """--slo: every step, the chart of latency against offered rate, the answer."""
+    table = Table(STEP_COLUMNS, filterable=False)
+    for st in cap["steps"]:
+        ci = st.get("p99_ci") or [None, None]
+        table.add(st["offered_qps"], st["achieved_qps"], st["seconds"], st["p50_ms"], st["p99_ms"],
+                  (ci[0], ci[1]), st["errors"], st["late"], st["dropped"],
+                  st["verdict"])
+    slos = ", ".join(s["slo"] for s in cap.get("slo") or [])
+    blocks: list[Any] = [Heading(f"Capacity under {slos}" if slos else "Capacity"), table,
+                         Text("A p99 of '-': past the last request answered (requests never sent count as "
+                              "infinitely slow).")]
+    if charts:
+        blocks.append(Charts([chart(f"capacity-{key(path)}", "capacity", cap["steps"], cap.get("slo") or [],
+                                    cap.get("rate"))]))
+    if "rate" in cap:
+        from chbench.load.capacity import capacity_line
+
+        blocks.append(Text(capacity_line(cap, cap["steps"][0]["offered_qps"]) + ".", kind="summary"))
+    return blocks

@@ -239,3 +239,30 @@ def replay_latency(name: str, sides: list[tuple[str, list[float], list[float]]])
     ax.set_title("Latency over time")
     ax.legend(fontsize=6, frameon=False, loc="upper left")
     return to_svg(fig, name)
+
+
+def capacity(name: str, steps: list[dict[str, Any]], slos: list[dict[str, Any]], rate: float | None) -> str:
+    """Each step's p99 (with its interval) against the offered rate, the latency SLOs as
+    lines, the capacity marked."""
+    fig, ax = plt.subplots(figsize=(6.5, 2.8))
+    pts = sorted(steps, key=lambda s: s["offered_qps"])
+    top = max([s["p99_ci"][1] or 0 for s in pts if s["p99_ci"][1] is not None] +
+              [sl.get("limit_ms") or 0 for sl in slos] + [1.0]) * 1.3
+    for s in pts:
+        color = {"holds": "#2ca02c", "breaks": "#d62728"}.get(s["verdict"], "#e6a700")
+        y = s["p99_ms"] if s["p99_ms"] is not None else top
+        lo = s["p99_ci"][0] if s["p99_ci"][0] is not None else y
+        hi = s["p99_ci"][1] if s["p99_ci"][1] is not None else top
+        ax.errorbar([s["offered_qps"]], [y], yerr=[[max(0.0, y - lo)], [max(0.0, hi - y)]], fmt="o", ms=4,
+                    color=color, capsize=2)
+    for sl in slos:
+        if sl.get("limit_ms") is not None:
+            ax.axhline(sl["limit_ms"], color="#d62728", lw=0.8, ls="--", label=sl["slo"])
+    if rate is not None:
+        ax.axvline(rate, color="#1f77b4", lw=1, label=f"capacity {rate:.1f} QPS")
+    ax.set_ylim(0, top)
+    ax.set_xlabel("offered QPS")
+    ax.set_ylabel("p99 latency ms")
+    ax.set_title("Latency against offered rate (green: SLO holds, red: breaks)")
+    ax.legend(fontsize=6, frameon=False, loc="upper left")
+    return to_svg(fig, name)

@@ -58,21 +58,23 @@ class LoadLevel:
 @dataclass(kw_only=True)
 class LoadDocument(Document):
     kind: ClassVar[str] = "load"
-    KEYS: ClassVar[tuple[str, ...]] = ("targets", "queries", "levels", "sweep")
+    KEYS: ClassVar[tuple[str, ...]] = ("targets", "queries", "levels", "sweep", "capacity")
 
     targets: list[dict[str, Any]] = field(default_factory=list)  # url, label, kind, version, settings, notes
     queries: list[dict[str, Any]] = field(default_factory=list)  # index, name, sql, weight
     levels: list[LoadLevel] = field(default_factory=list)
     sweep: dict[str, Any] | None = None  # -C: levels and the knee
+    capacity: dict[str, Any] | None = None  # --slo: rate, ci, broken_at, slo, steps (load/capacity.py)
 
     def body(self) -> dict[str, Any]:
         return {"targets": self.targets, "queries": self.queries, "levels": [lv.to_json() for lv in self.levels],
-                "sweep": self.sweep}
+                "sweep": self.sweep, "capacity": self.capacity}
 
     @classmethod
     def parse(cls, d: dict[str, Any]) -> dict[str, Any]:
         return {"targets": list(d.get("targets") or []), "queries": list(d["queries"]),
-                "levels": [LoadLevel.from_json(lv) for lv in d["levels"]], "sweep": d.get("sweep")}
+                "levels": [LoadLevel.from_json(lv) for lv in d["levels"]], "sweep": d.get("sweep"),
+                "capacity": d.get("capacity")}
 
     def query_names(self) -> dict[int, str]:
         return {int(q["index"]): str(q["name"]) for q in self.queries}

@@ -121,6 +121,19 @@ class Histogram:
                 return min(max((lo + hi) / 2000.0, self.min), self.max)
         return self.max
 
+    def at_rank(self, rank: int) -> float:
+        """The value of rank ``rank`` (1-based, ascending) in ms: its bucket's midpoint,
+        clamped to the exact min and max; ``inf`` past the last value."""
+        if rank > self.count:
+            return math.inf
+        seen = 0
+        for i in sorted(self.counts):
+            seen += self.counts[i]
+            if seen >= rank:
+                lo, hi = bucket_bounds(i)
+                return min(max((lo + hi) / 2000.0, self.min), self.max)
+        return self.max
+
     def percentiles(self, ps: Iterable[float]) -> dict[float, float | None]:
         return {p: self.percentile(p) for p in ps}
 

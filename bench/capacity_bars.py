@@ -1,0 +1,91 @@
+"""Measure the capacity bar of ``chbench load --slo`` (issue 16, part 2) on the real 26.9
+server, against a capacity the script builds and knows.
+
+    python bench/capacity_bars.py                 # 3 repetitions (~6 min)
+    python bench/capacity_bars.py --reps 1
+
+The construction: every query is ``SELECT sleep(0.05)`` and the server runs at most
+``SLOTS`` of them at once (``max_concurrent_queries_for_user``: the next one is refused
+with code 202), while chbench has 16 connections. The server therefore serves at most
+SLOTS / service-time queries a second; past that, queries are refused (the error SLO
+breaks) or wait (p99 grows). The service time is measured first, by the script, with one
+connection and no load (median of 40 runs). Bar: every repetition's capacity within 10%
+of SLOTS / service time.
+
+Run it on an otherwise idle machine. Writes bench/out/capacity_bars.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+OUT = REPO / "bench" / "out"
+
+from tests.engines import ModernServer  # noqa: E402
+
+SLOTS = 4
+QUERY = "SELECT sleep(0.05)"
+
+
+def service_ms(server: ModernServer) -> float:
+    from clickhouse_driver import Client
+
+    c = Client("127.0.0.1", port=server.tcp_port)
+    c.execute("SELECT 1")
+    times = []
+    for _ in range(40):
+        t = time.perf_counter()
+        c.execute(QUERY)
+        times.append((time.perf_counter() - t) * 1000.0)
+    c.disconnect()
+    return statistics.median(times)
+
+
+def search(server: ModernServer, out: Path) -> dict[str, Any]:
+    p = subprocess.run([sys.executable, "-m", "chbench", "load", "--target", server.native_url, "-q", QUERY,
+                        "-c", "16", f"--max_concurrent_queries_for_user={SLOTS}", "--slo", "p99<=200ms",
+                        "--slo", "errors<=1%", "--rate-min", "20", "--rate-max", "640", "--step-duration", "3",
+                        "--out", str(out)], capture_output=True, text=True, cwd=REPO)
+    if p.returncode:
+        raise SystemExit(p.stderr)
+    return {"last_line": p.stdout.strip().splitlines()[-1], **json.loads(out.read_text())["capacity"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=3)
+    args = ap.parse_args()
+    OUT.mkdir(exist_ok=True)
+    res: dict[str, Any] = {"slots": SLOTS, "query": QUERY, "repetitions": []}
+    with ModernServer() as server, tempfile.TemporaryDirectory() as tmp:
+        for rep in range(args.reps):
+            ms = service_ms(server)
+            known = SLOTS / (ms / 1000.0)
+            t0 = time.monotonic()
+            cap = search(server, Path(tmp) / f"cap-{rep}.json")
+            row = {"service_ms": round(ms, 3), "known_qps": round(known, 2), "capacity_qps": cap["rate"],
+                   "ci": cap["ci"], "broken_at": cap["broken_at"], "ratio": cap["rate"] / known if cap["rate"] else 0,
+                   "steps": len(cap["steps"]), "seconds": round(time.monotonic() - t0, 1),
+                   "last_line": cap["last_line"],
+                   "step_table": [(round(s["offered_qps"], 1), s["verdict"], s["errors"], s["p99_ms"])
+                                  for s in cap["steps"]]}
+            row["bar_met"] = abs(row["ratio"] - 1) <= 0.10
+            res["repetitions"].append(row)
+            print(json.dumps({k: v for k, v in row.items() if k != "step_table"}), flush=True)
+    res["bar_met"] = all(r["bar_met"] for r in res["repetitions"])
+    (OUT / "capacity_bars.json").write_text(json.dumps(res, indent=1))
+    print("bar met:", res["bar_met"])
+
+
+if __name__ == "__main__":
+    main()
