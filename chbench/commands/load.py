@@ -22,6 +22,7 @@ from chbench.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER_
 if TYPE_CHECKING:
     from chbench.load.config import LoadConfig
     from chbench.load.engine import Host
+    from chbench.load.metrics import LoadMetrics
     from chbench.workload import Workload
 
 NAME = "load"
@@ -105,6 +106,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="highest rate tried (default 10000)")
     s.add_argument("--step-duration", type=positive_float, default=10.0, metavar="S",
                    help="seconds per step; an undecided step runs again (default 10)")
+    o.add_argument("--metrics-port", metavar="[HOST:]PORT",
+                   help="serve live counters and latency histograms for Prometheus at /metrics (loopback unless "
+                        "HOST is given, e.g. 0.0.0.0:9101; docs/load.md)")
+    o.add_argument("--metrics-hold", type=non_negative_float, default=0.0, metavar="S",
+                   help="keep serving the final values S seconds after the run (a last scrape)")
     o.add_argument("--workers", type=positive_int, default=1,
                    help="spread connections over N processes (histograms merged exactly)")
     o.add_argument("--json", metavar="FILE", help="clickhouse-benchmark's JSON report (keyed by host when comparing)")
@@ -198,15 +204,41 @@ def build_config(args: argparse.Namespace) -> LoadConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    from chbench.commands.connection import named_targets
     from chbench.load.engine import probe_hosts
-    from chbench.load.session import run_load
     from chbench.results import check_output_path
 
     check_output_path(args.out)
     check_output_path(args.json, "clickhouse-benchmark JSON")
     cfg = build_config(args)
     hosts = probe_hosts(cfg)
+    metrics = _metrics(args, cfg, hosts)
+    try:
+        return _run(args, cfg, hosts, metrics)
+    finally:
+        if metrics is not None:
+            if args.metrics_hold:
+                import time
+
+                time.sleep(args.metrics_hold)
+            metrics.close()
+
+
+def _metrics(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host]) -> LoadMetrics | None:
+    if not args.metrics_port:
+        return None
+    from chbench.load.metrics import LoadMetrics, parse_bind
+
+    bind = parse_bind(args.metrics_port)
+    metrics = LoadMetrics([h.label for h in hosts], [q.name for q in cfg.queries], cfg.rate if not args.slo else 0.0)
+    port = metrics.serve(bind)
+    sys.stderr.write(f"Metrics for Prometheus at http://{bind[0]}:{port}/metrics\n")
+    return metrics
+
+
+def _run(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metrics: LoadMetrics | None) -> int:
+    from chbench.commands.connection import named_targets
+    from chbench.load.session import run_load
+
     err = sys.stderr
     if not named_targets(args):
         err.write("Note: no --host/--port/--target given: the load goes to the embedded engine.\n")
@@ -216,8 +248,8 @@ def run(args: argparse.Namespace) -> int:
             err.write(f"Note: {warning}.\n")
     err.flush()
     if args.slo:
-        return _capacity(args, cfg, hosts)
-    last = run_load(cfg, hosts, args.out, args.json, args.quiet, err)
+        return _capacity(args, cfg, hosts, metrics)
+    last = run_load(cfg, hosts, args.out, args.json, args.quiet, err, metrics)
     if last.fatal:
         err.write(f"chbench: error: {last.fatal} (report above covers everything measured)\n")
         return EXIT_SERVER_LOST
@@ -230,14 +262,15 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _capacity(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host]) -> int:
+def _capacity(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metrics: LoadMetrics | None) -> int:
     """--slo: the search; its last line, ``capacity: R QPS``, also on standard output."""
     from chbench.load.capacity import capacity_line, parse_slo
     from chbench.load.session import run_capacity
 
     slos = [parse_slo(s) for s in args.slo]
     cap, stopped = run_capacity(cfg, hosts, {"slos": slos, "rate_min": args.rate_min, "rate_max": args.rate_max,
-                                             "step_s": args.step_duration}, args.out, args.quiet, sys.stderr)
+                                             "step_s": args.step_duration}, args.out, args.quiet, sys.stderr,
+                                 metrics)
     if stopped is not None and stopped.fatal:
         sys.stderr.write(f"chbench: error: {stopped.fatal} (the steps so far are in the report and --out)\n")
     sys.stderr.flush()

@@ -94,9 +94,10 @@ def probe_hosts(cfg: LoadConfig) -> list[Host]:
 class Source(Protocol):
     def setup(self) -> None: ...
     def start(self) -> None: ...
-    def pump(self, timeout: float) -> tuple[list[dict[Key, Stats]], bool]: ...
+    def pump(self, timeout: float) -> tuple[list[tuple[int, dict[Key, Stats]]], bool]: ...
     def stop(self) -> None: ...
     def status(self) -> dict[str, Any]: ...
+    def live(self) -> dict[str, Any]: ...
     def close(self) -> None: ...
 
 
@@ -117,7 +118,7 @@ class LocalSource:
     def start(self) -> None:
         self.core.start(time.monotonic())
 
-    def pump(self, timeout: float) -> tuple[list[dict[Key, Stats]], bool]:
+    def pump(self, timeout: float) -> tuple[list[tuple[int, dict[Key, Stats]]], bool]:
         core = self.core
         done = core.finished.wait(timeout)
         if not done and core.stop.is_set():
@@ -126,13 +127,17 @@ class LocalSource:
             elif time.monotonic() - self._stopped_at >= STOP_GRACE_S:
                 core.join(0.0)  # lanes stuck in long queries are abandoned
                 done = True
-        return [core.recorder.swap()], done
+        return [(0, core.recorder.swap())], done
 
     def stop(self) -> None:
         self.core.stop.set()
 
     def status(self) -> dict[str, Any]:
         return self.core.status(final=True)
+
+    def live(self) -> dict[str, Any]:
+        """The counters while the level runs (never draws the rest of a Poisson schedule)."""
+        return self.core.status()
 
     def close(self) -> None:
         self.core.join(0.0)
@@ -180,7 +185,7 @@ class ProcessSource:
         self.start_at.value = time.time() + 0.05
         self.go.set()
 
-    def pump(self, timeout: float) -> tuple[list[dict[Key, Stats]], bool]:
+    def pump(self, timeout: float) -> tuple[list[tuple[int, dict[Key, Stats]]], bool]:
         parts = []
         end = time.monotonic() + timeout
         while True:
@@ -190,7 +195,7 @@ class ProcessSource:
             except queue_mod.Empty:
                 break
             stats, status = payload
-            parts.append(stats)
+            parts.append((w, stats))
             self.statuses[w] = status
             if kind == "done":
                 self.done.add(w)
@@ -204,6 +209,9 @@ class ProcessSource:
 
     def stop(self) -> None:
         self.stop_event.set()
+
+    def live(self) -> dict[str, Any]:
+        return self.status()
 
     def status(self) -> dict[str, Any]:
         out: dict[str, Any] = {"started": 0, "late": 0, "elapsed": 0.0, "fatal": None, "failure": None}
@@ -275,8 +283,15 @@ def timeline_row(t: float, seconds: float, st: Stats) -> dict[str, Any]:
 CHECKPOINT_S = 5.0  # how often a partial level is written to --out
 
 
+class Observer(Protocol):
+    """What watches a level live (``load/metrics.py``: the Prometheus endpoint)."""
+
+    def add(self, worker: int, part: dict[Key, Stats]) -> None: ...
+    def status(self, status: dict[str, Any], final: bool = False) -> None: ...
+
+
 def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
-              checkpoint: Callable[[LevelResult], None] | None = None) -> LevelResult:
+              checkpoint: Callable[[LevelResult], None] | None = None, metrics: Observer | None = None) -> LevelResult:
     workers = max(1, min(cfg.workers, level))
     settings = [h.settings for h in hosts]
     source: Source = LocalSource(cfg.share(0, 1, level), settings) if workers == 1 else ProcessSource(
@@ -295,9 +310,13 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
         try:
             while True:
                 parts, done = source.pump(TICK_S)
-                for part in parts:
+                for worker, part in parts:
                     merge_into(totals, part)
                     merge_into(interval, part)
+                    if metrics is not None:
+                        metrics.add(worker, part)
+                if metrics is not None:
+                    metrics.status(source.live())
                 now = time.monotonic()
                 if now - last >= period or done:
                     seconds = now - last
@@ -327,8 +346,12 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
         source.close()
     if isinstance(source, ProcessSource):  # anything sent while closing
         parts, _ = source.pump(0.0)
-        for part in parts:
+        for worker, part in parts:
             merge_into(totals, part)
+            if metrics is not None:
+                metrics.add(worker, part)
+    if metrics is not None:
+        metrics.status(st, final=True)
     display.level_finished()
     seconds = st.get("elapsed") or (time.monotonic() - t0)
     return LevelResult(
