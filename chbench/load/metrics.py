@@ -21,9 +21,11 @@ import threading
 import time
 from collections.abc import Iterator
 from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.exposition import ThreadingWSGIServer
 
 from chbench.errors import UsageError
 from chbench.load.recorder import Key, Stats
@@ -32,6 +34,13 @@ from chbench.stats.histogram import bucket_bounds
 # bucket edges in seconds: 100 µs to a minute, about three per decade
 EDGES = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
          30.0, 60.0)
+
+
+class _Handler(WSGIRequestHandler):
+    disable_nagle_algorithm = True
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        """Scrapes are not logged."""
 
 
 def parse_bind(text: str) -> tuple[str, int]:
@@ -62,12 +71,18 @@ class LoadMetrics:
         self.server: Any = None
 
     def serve(self, bind: tuple[str, int]) -> int:
+        """prometheus_client's WSGI app and threading server, with Nagle's algorithm off:
+        the response goes out in two writes (headers, body), and with Nagle on a scrape
+        now and then waited for the client's delayed ACK — measured: a maximum of 43.5 ms
+        in two of four 20 s rounds at full load, 40 ms of it that wait."""
         registry = CollectorRegistry(auto_describe=False)
         registry.register(self)
         try:
-            self.server, _thread = start_http_server(bind[1], addr=bind[0], registry=registry)
+            self.server = make_server(bind[0], bind[1], make_wsgi_app(registry), ThreadingWSGIServer,
+                                      handler_class=_Handler)
         except OSError as e:
             raise UsageError(f"--metrics-port {bind[0]}:{bind[1]}: cannot listen ({e.strerror})") from None
+        threading.Thread(target=self.server.serve_forever, name="chbench-metrics", daemon=True).start()
         return int(self.server.server_port)
 
     def close(self) -> None:
