@@ -91,7 +91,6 @@ def _finite(v: float | None) -> float | None:
 @dataclass
 class Step:
     rate: float
-    result: LevelResult
     total: Stats
     seconds: float
     due: int
@@ -142,7 +141,7 @@ class Search:
             self.rates.append(rate)
             total = res.total()
             if step is None:
-                step = Step(rate, res, total, res.seconds, res.due or 0, res.started, res.late)
+                step = Step(rate, total, res.seconds, res.due or 0, res.started, res.late)
             else:
                 step.total.merge(total)
                 step.seconds += res.seconds
