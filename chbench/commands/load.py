@@ -274,7 +274,7 @@ def _capacity(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metr
     if stopped is not None and stopped.fatal:
         sys.stderr.write(f"chbench: error: {stopped.fatal} (the steps so far are in the report and --out)\n")
     sys.stderr.flush()
-    sys.stdout.write(capacity_line(cap, args.rate_min) + "\n")
+    sys.stdout.write(capacity_line(cap) + "\n")
     sys.stdout.flush()
     if stopped is not None:
         return EXIT_SERVER_LOST if stopped.fatal else EXIT_INTERRUPTED

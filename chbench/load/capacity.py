@@ -185,13 +185,19 @@ class Search:
                 "samples_to_decide": max(samples_to_decide(s) for s in self.slos)}
 
 
-def capacity_line(cap: dict[str, Any], rate_min: float) -> str:
+def capacity_line(cap: dict[str, Any]) -> str:
+    """The answer as the last line says it: ``capacity: R QPS`` (0 below --rate-min)."""
+    return f"capacity: {cap['rate'] or 0:.1f} QPS"
+
+
+def bracket_line(cap: dict[str, Any], rate_min: float) -> str:
+    """Where the true capacity lies, said before the answer."""
     if cap["rate"] is None:
-        return f"capacity: 0 QPS (the SLO does not hold at --rate-min {rate_min:g} QPS)"
-    line = f"capacity: {cap['rate']:.1f} QPS"
+        return f"The SLO does not hold at --rate-min {rate_min:g} QPS: the capacity is below it."
     if cap["ci"][1] is None:
-        return line + " (the SLO holds at --rate-max: the capacity may be higher)"
-    return line + f" (between {cap['ci'][0]:.1f} and {cap['ci'][1]:.1f} QPS)"
+        return f"The SLO holds at --rate-max {cap['rate']:.1f} QPS: the capacity may be higher."
+    return (f"The SLO holds at {cap['ci'][0]:.1f} QPS and not at {cap['ci'][1]:.1f} QPS: the capacity lies "
+            "between them.")
 
 
 def step_line(e: dict[str, Any]) -> str:

@@ -96,7 +96,7 @@ def run_capacity(cfg: LoadConfig, hosts: list[Host], search_args: dict[str, Any]
     """``--slo``: set-up, the capacity search (every step's runs kept as levels of the
     results file, written after each step), tear-down. Returns the capacity and the run
     that stopped the search early, if any (Ctrl-C, a lost server)."""
-    from chbench.load.capacity import Search, capacity_line, step_line
+    from chbench.load.capacity import Search, bracket_line, capacity_line, step_line
 
     statements(cfg, hosts, cfg.setup, strict=True)
     doc = new_document(cfg, hosts)
@@ -120,7 +120,7 @@ def run_capacity(cfg: LoadConfig, hosts: list[Host], search_args: dict[str, Any]
         cap = search.run()
         doc.capacity, doc.levels = cap, levels(search)
         writer.finish(status_of(search.stopped) if search.stopped else "complete")
-        err.write(capacity_line(cap, search.rate_min) + "\n")
+        err.write(bracket_line(cap, search.rate_min) + "\n" + capacity_line(cap) + "\n")
         err.flush()
         return cap, search.stopped
     finally:

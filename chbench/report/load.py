@@ -102,7 +102,8 @@ def capacity_blocks(path: str, cap: dict[str, Any], charts: bool) -> list[Any]:
         blocks.append(Charts([chart(f"capacity-{key(path)}", "capacity", cap["steps"], cap.get("slo") or [],
                                     cap.get("rate"))]))
     if "rate" in cap:
-        from chbench.load.capacity import capacity_line
+        from chbench.load.capacity import bracket_line, capacity_line
 
-        blocks.append(Text(capacity_line(cap, cap["steps"][0]["offered_qps"]) + ".", kind="summary"))
+        blocks.append(Text(f"{capacity_line(cap)}. {bracket_line(cap, cap['steps'][0]['offered_qps'])}",
+                           kind="summary"))
     return blocks
