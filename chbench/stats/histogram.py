@@ -112,14 +112,7 @@ class Histogram:
             return self.min
         if p >= 100:
             return self.max
-        rank = max(1, math.ceil(p / 100.0 * self.count))
-        seen = 0
-        for i in sorted(self.counts):
-            seen += self.counts[i]
-            if seen >= rank:
-                lo, hi = bucket_bounds(i)
-                return min(max((lo + hi) / 2000.0, self.min), self.max)
-        return self.max
+        return self.at_rank(max(1, math.ceil(p / 100.0 * self.count)))
 
     def at_rank(self, rank: int) -> float:
         """The value of rank ``rank`` (1-based, ascending) in ms: its bucket's midpoint,
