@@ -14,25 +14,14 @@ from chbench.clickbench.checksum import analyse, checksum
 from chbench.errors import ConnectError, QueryError, ServerLost
 from chbench.runner.execute import fetch
 from chbench.targets import Target
-from chbench.upgrade.checks import answers_equal
+from chbench.upgrade.checks import answers_equal, plain
 from chbench.workload.model import returns_rows
 from chbench.workload.sql import strip_comments_and_strings
 
-_FORMAT = re.compile(r"\bFORMAT\s+\w+\s*$", re.I)
 # functions whose answer changes from run to run by design: such queries are not asked
 _VOLATILE = re.compile(r"\b(now|now64|today|yesterday|rand|rand64|randConstant|generateUUIDv[47]|randomString|"
                        r"randomPrintableASCII|nowInBlock|currentQueryID|queryID|uptime|rowNumberInAllBlocks|"
                        r"blockNumber)\s*\(", re.I)
-
-
-def plain(sql: str) -> str:
-    body = sql.strip().rstrip(";").rstrip()
-    try:
-        masked = strip_comments_and_strings(body, keep_strings=False)
-    except Exception:  # noqa: BLE001 - unparseable text: sent as written
-        return body
-    m = _FORMAT.search(masked)
-    return body[: m.start()].rstrip() if m else body
 
 
 def deterministic(sql: str) -> bool:

@@ -21,7 +21,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from chbench.clickbench.checksum import analyse, checksum
-from chbench.errors import QueryError
+from chbench.errors import QueryError, UsageError
 from chbench.runner.execute import fetch
 from chbench.runner.settings import query_settings
 from chbench.workload.model import returns_rows
@@ -81,11 +81,15 @@ def run_checks(runner: Runner, names: list[str], data_sql: str | None = None) ->
     runner.writer.checkpoint(force=True)
 
 
-def _plain(sql: str) -> str:
+def plain(sql: str) -> str:
     """The query as written, without a trailing ``;`` or FORMAT clause (the checks ask for
-    their own format)."""
+    their own format); text that cannot be read (an unterminated quote) as it is."""
     body = sql.strip().rstrip(";").rstrip()
-    m = _FORMAT.search(strip_comments_and_strings(body, keep_strings=False))
+    try:
+        masked = strip_comments_and_strings(body, keep_strings=False)
+    except UsageError:
+        return body
+    m = _FORMAT.search(masked)
     return body[: m.start()].rstrip() if m else body
 
 
@@ -105,7 +109,7 @@ def answer(runner: Runner, side: SidePlan, q: Query, single: bool = False) -> di
     for extra in ({"max_threads": "1"},) if single else ({}, {"max_threads": "1"}):
         results = []
         for _ in range(2):
-            sample, got = fetch(side.target, _plain(sql), {**settings, **extra}, "", runner.plan.timeout)
+            sample, got = fetch(side.target, plain(sql), {**settings, **extra}, "", runner.plan.timeout)
             if got is None:
                 return {"error": sample.error}
             results.append(got)
@@ -141,7 +145,7 @@ def explain(target: Target, sql: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kind in ("plan", "pipeline"):
         try:
-            text = "\n".join(r[0] if r else "" for r in target.query_rows(f"EXPLAIN {kind.upper()} {_plain(sql)}"))
+            text = "\n".join(r[0] if r else "" for r in target.query_rows(f"EXPLAIN {kind.upper()} {plain(sql)}"))
         except QueryError as e:
             out[f"{kind}_error"] = e.message
             continue
