@@ -20,8 +20,9 @@ from chbench.commands.args import (
 from chbench.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER_LOST, UsageError
 
 if TYPE_CHECKING:
+    from chbench.distributed.master import Coordinator
     from chbench.load.config import LoadConfig
-    from chbench.load.engine import Host
+    from chbench.load.engine import Host, SourceFactory
     from chbench.load.metrics import LoadMetrics
     from chbench.workload import Workload
 
@@ -45,6 +46,7 @@ exit codes: 0 ok, 1 a query failed (see --continue_on_errors), 2 bad input, 3 se
             130 interrupted (the report covers everything measured)
 """
 _SETTING_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+DEFAULT_MASTER_PORT = 5557  # Locust's (distributed/protocol.py)
 SLO_LANES = 64  # connections of a capacity search when -c is not given: rates, not lanes, should limit
 
 
@@ -113,6 +115,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="keep serving the final values S seconds after the run (a last scrape)")
     o.add_argument("--workers", type=positive_int, default=1,
                    help="spread connections over N processes (histograms merged exactly)")
+    d = p.add_argument_group("several machines, over Locust (pip install 'chbench[distributed]'; docs/load.md)")
+    d.add_argument("--master", action="store_true",
+                   help="hold the workload and send each --worker its share; one report, merged exactly")
+    d.add_argument("--expect-workers", type=positive_int, default=1, metavar="N",
+                   help="--master: wait for N workers before the first level (default 1)")
+    d.add_argument("--expect-workers-max-wait", type=non_negative_float, default=60.0, metavar="S",
+                   help="--master: give up after S seconds without them (default 60, 0: wait forever)")
+    d.add_argument("--master-bind", default=f"*:{DEFAULT_MASTER_PORT}", metavar="HOST:PORT",
+                   help=f"--master: where workers connect (default *:{DEFAULT_MASTER_PORT}, Locust's port)")
+    d.add_argument("--late-workers", choices=["refuse", "add"], default="refuse",
+                   help="--master: a worker joining after the run started is refused, or takes a share from the "
+                        "next level (default refuse)")
+    d.add_argument("--stop-on-worker-loss", action="store_true",
+                   help="--master: a lost worker stops the run (exit 3) instead of being reported")
+    d.add_argument("--worker", action="store_true",
+                   help="run the shares a --master sends (no queries here: they come from the master)")
+    d.add_argument("--master-host", default="127.0.0.1", metavar="HOST[:PORT]",
+                   help="--worker: the master to serve (default 127.0.0.1)")
+    d.add_argument("--master-port", type=positive_int, metavar="PORT",
+                   help=f"--worker: the master's port (default {DEFAULT_MASTER_PORT})")
     o.add_argument("--json", metavar="FILE", help="clickhouse-benchmark's JSON report (keyed by host when comparing)")
     o.add_argument("--out", metavar="FILE", help="chbench results file (every level, histograms, timeline)")
     o.add_argument("--quiet", action="store_true", help="no intermediate reports or live view")
@@ -180,6 +202,11 @@ def build_config(args: argparse.Namespace) -> LoadConfig:
     specs = target_specs(args)
     creds = credentials(args)
     caps = [target_class(parse_target_url(s)).capabilities for s in specs]  # what they can do, nothing started
+    if args.master and args.workers > 1:
+        raise UsageError("--workers on the master means nothing: give each worker its own (chbench load --worker "
+                         "--workers N)")
+    if args.master and any(not c.concurrent_sessions for c in caps):
+        raise UsageError("--master needs server targets: the embedded engine lives inside one process")
     if args.workers > 1 and any(not c.concurrent_sessions for c in caps):
         raise UsageError("--workers needs a server target: the embedded engine lives inside one process")
     if (concurrency > 1 or args.max_concurrency) and any(not c.concurrent_sessions and not c.in_process
@@ -207,20 +234,63 @@ def run(args: argparse.Namespace) -> int:
     from chbench.load.engine import probe_hosts
     from chbench.results import check_output_path
 
+    if args.worker:
+        return _worker(args)
+    if args.master:
+        from chbench.distributed import require_locust
+
+        require_locust()  # gevent's patching first, before any socket or thread exists
     check_output_path(args.out)
     check_output_path(args.json, "clickhouse-benchmark JSON")
     cfg = build_config(args)
     hosts = probe_hosts(cfg)
-    metrics = _metrics(args, cfg, hosts)
+    coordinator = _coordinator(args) if args.master else None
     try:
-        return _run(args, cfg, hosts, metrics)
-    finally:
-        if metrics is not None:
-            if args.metrics_hold:
-                import time
+        metrics = _metrics(args, cfg, hosts)
+        try:
+            return _run(args, cfg, hosts, metrics, coordinator)
+        finally:
+            if metrics is not None:
+                if args.metrics_hold:
+                    import time
 
-                time.sleep(args.metrics_hold)
-            metrics.close()
+                    time.sleep(args.metrics_hold)
+                metrics.close()
+    finally:
+        if coordinator is not None:
+            coordinator.close()
+
+
+def _worker(args: argparse.Namespace) -> int:
+    """--worker: serve a master; the workload, targets and rates come from it, the
+    password from here (never over the wire)."""
+    from chbench.commands.connection import credentials
+    from chbench.distributed import require_locust
+
+    if args.master:
+        raise UsageError("--master and --worker: a process is one or the other")
+    if args.query or args.queries:
+        raise UsageError("--worker takes its queries from the master: leave out --query and --queries")
+    require_locust()
+    from chbench.distributed.master import parse_hostport
+    from chbench.distributed.worker import run_worker
+
+    host, port = parse_hostport(args.master_host, args.master_port or DEFAULT_MASTER_PORT, "--master-host")
+    return run_worker((host or "127.0.0.1", port), credentials(args).password, args.workers, sys.stderr)
+
+
+def _coordinator(args: argparse.Namespace) -> Coordinator:
+    from chbench.distributed.master import Coordinator, parse_hostport
+
+    bind = parse_hostport(args.master_bind, DEFAULT_MASTER_PORT, "--master-bind")
+    coordinator = Coordinator(bind, args.expect_workers, args.expect_workers_max_wait, args.late_workers,
+                              args.stop_on_worker_loss, sys.stderr)
+    try:
+        coordinator.wait_for_workers()
+    except BaseException:
+        coordinator.close()
+        raise
+    return coordinator
 
 
 def _metrics(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host]) -> LoadMetrics | None:
@@ -235,8 +305,10 @@ def _metrics(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host]) -> Lo
     return metrics
 
 
-def _run(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metrics: LoadMetrics | None) -> int:
+def _run(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metrics: LoadMetrics | None,
+         coordinator: Coordinator | None) -> int:
     from chbench.commands.connection import named_targets
+    from chbench.load.engine import local_source
     from chbench.load.session import run_load
 
     err = sys.stderr
@@ -247,9 +319,10 @@ def _run(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metrics: 
         for warning in h.warnings:
             err.write(f"Note: {warning}.\n")
     err.flush()
+    sources: SourceFactory = coordinator.sources if coordinator is not None else local_source
     if args.slo:
-        return _capacity(args, cfg, hosts, metrics)
-    last = run_load(cfg, hosts, args.out, args.json, args.quiet, err, metrics)
+        return _capacity(args, cfg, hosts, metrics, sources)
+    last = run_load(cfg, hosts, args.out, args.json, args.quiet, err, metrics, sources)
     if last.fatal:
         err.write(f"chbench: error: {last.fatal} (report above covers everything measured)\n")
         return EXIT_SERVER_LOST
@@ -262,7 +335,8 @@ def _run(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metrics: 
     return EXIT_OK
 
 
-def _capacity(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metrics: LoadMetrics | None) -> int:
+def _capacity(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metrics: LoadMetrics | None,
+              sources: SourceFactory) -> int:
     """--slo: the search; its last line, ``capacity: R QPS``, also on standard output."""
     from chbench.load.capacity import capacity_line, parse_slo
     from chbench.load.session import run_capacity
@@ -270,7 +344,7 @@ def _capacity(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metr
     slos = [parse_slo(s) for s in args.slo]
     cap, stopped = run_capacity(cfg, hosts, {"slos": slos, "rate_min": args.rate_min, "rate_max": args.rate_max,
                                              "step_s": args.step_duration}, args.out, args.quiet, sys.stderr,
-                                 metrics)
+                                 metrics, sources)
     if stopped is not None and stopped.fatal:
         sys.stderr.write(f"chbench: error: {stopped.fatal} (the steps so far are in the report and --out)\n")
     sys.stderr.flush()

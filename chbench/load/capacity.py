@@ -22,7 +22,7 @@ from typing import Any
 
 from chbench.errors import UsageError
 from chbench.load.config import LoadConfig
-from chbench.load.engine import Display, Host, LevelResult, Observer, run_level
+from chbench.load.engine import Display, Host, LevelResult, Observer, SourceFactory, local_source, run_level
 from chbench.load.recorder import Stats
 from chbench.stats.quantile import percentile_interval, rate_interval
 
@@ -120,10 +120,11 @@ class Search:
     """The steps of one capacity search, and where it stands."""
 
     def __init__(self, cfg: LoadConfig, hosts: list[Host], slos: list[SLO], rate_min: float, rate_max: float,
-                 step_s: float, display: Display, on_step: Any, metrics: Observer | None = None) -> None:
+                 step_s: float, display: Display, on_step: Any, metrics: Observer | None = None,
+                 sources: SourceFactory = local_source) -> None:
         self.cfg, self.hosts, self.slos = cfg, hosts, slos
         self.rate_min, self.rate_max, self.step_s = rate_min, rate_max, step_s
-        self.display, self.on_step, self.metrics = display, on_step, metrics
+        self.display, self.on_step, self.metrics, self.sources = display, on_step, metrics, sources
         self.steps: list[dict[str, Any]] = []
         self.results: list[LevelResult] = []  # every run of every step, in order
         self.rates: list[float] = []  # the offered rate of each of them
@@ -136,7 +137,7 @@ class Search:
         cfg = replace(self.cfg, rate=rate, timelimit=max(self.step_s, 1.1 * need / rate), iterations=0)
         step: Step | None = None
         while True:
-            res = run_level(cfg, self.hosts, cfg.concurrency, self.display, metrics=self.metrics)
+            res = run_level(cfg, self.hosts, cfg.concurrency, self.display, metrics=self.metrics, sources=self.sources)
             self.results.append(res)
             self.rates.append(rate)
             total = res.total()

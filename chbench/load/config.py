@@ -53,10 +53,13 @@ class LoadConfig:
         return list(range(1, self.max_concurrency + 1)) if self.max_concurrency else [self.concurrency]
 
     def share(self, worker: int, workers: int, concurrency: int) -> LoadConfig:
-        """This worker's part: its connections, iterations and rate."""
+        """This worker's part: its connections, iterations and rate. Shares nest (a
+        ``--master`` worker's share is split again over its processes): with fixed
+        spacing, worker w of W takes every W-th request of the schedule, so its phase
+        is the share's own phase plus w global intervals."""
         lanes = concurrency // workers + (1 if worker < concurrency % workers else 0)
         iterations = 0
         if self.iterations:
             iterations = self.iterations // workers + (1 if worker < self.iterations % workers else 0)
         return replace(self, concurrency=lanes, iterations=iterations, rate=self.rate / workers if self.rate else 0.0,
-                       seed=self.seed * 1000 + worker, phase=worker / self.rate if self.rate else 0.0)
+                       seed=self.seed * 1000 + worker, phase=self.phase + (worker / self.rate if self.rate else 0.0))

@@ -56,7 +56,8 @@ def level_entry(cfg: LoadConfig, hosts: list[Host], res: LevelResult, final: boo
     total = res.total()
     level = LoadLevel(concurrency=res.concurrency, workers=res.workers, seconds=res.seconds, status=status_of(res),
                       total=total.to_json(), timeline=res.timeline, benchmark_json=benchmark_json(hv, res.seconds),
-                      comparison=comparison(hv, cfg.confidence) if len(hv) > 1 and final else None)
+                      comparison=comparison(hv, cfg.confidence) if len(hv) > 1 and final else None,
+                      per_worker=res.per_worker)
     for hi, v in enumerate(hv):
         per_query = [{"index": qi, "name": q.name, **st.to_json()} for qi, q in enumerate(cfg.queries)
                      if (st := res.totals.get((hi, qi))) is not None]

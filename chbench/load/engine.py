@@ -47,6 +47,7 @@ class LevelResult:
     fatal: str | None = None
     failure: str | None = None
     interrupted: bool = False
+    per_worker: list[dict[str, Any]] = field(default_factory=list)  # each worker's name, totals, loss
 
     def by_host(self) -> dict[int, Stats]:
         return merge_all(self.totals, "host")
@@ -99,6 +100,12 @@ class Source(Protocol):
     def status(self) -> dict[str, Any]: ...
     def live(self) -> dict[str, Any]: ...
     def close(self) -> None: ...
+    def drain(self) -> list[tuple[int, dict[Key, Stats]]]: ...
+    def names(self) -> dict[int, dict[str, Any]]: ...
+
+
+# what builds a level's source: ``local_source`` here, ``distributed.master`` for --master
+SourceFactory = Callable[[LoadConfig, list[dict[str, str]], int], Source]
 
 
 class LocalSource:
@@ -142,6 +149,12 @@ class LocalSource:
     def close(self) -> None:
         self.core.join(0.0)
         self.core.close()
+
+    def drain(self) -> list[tuple[int, dict[Key, Stats]]]:
+        return [(0, self.core.recorder.swap())]
+
+    def names(self) -> dict[int, dict[str, Any]]:
+        return {0: {"name": "local"}}
 
 
 class ProcessSource:
@@ -225,6 +238,14 @@ class ProcessSource:
             out["failure"] = out["failure"] or st.get("failure")
         return out
 
+    def drain(self) -> list[tuple[int, dict[Key, Stats]]]:
+        """Anything sent while closing."""
+        parts, _ = self.pump(0.0)
+        return parts
+
+    def names(self) -> dict[int, dict[str, Any]]:
+        return {i: {"name": p.name} for i, p in enumerate(self.procs)}
+
     def close(self) -> None:
         self.stop_event.set()
         for p in self.procs:
@@ -290,13 +311,37 @@ class Observer(Protocol):
     def status(self, status: dict[str, Any], final: bool = False) -> None: ...
 
 
-def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
-              checkpoint: Callable[[LevelResult], None] | None = None, metrics: Observer | None = None) -> LevelResult:
+def local_source(cfg: LoadConfig, settings: list[dict[str, str]], level: int) -> Source:
+    """``level`` connections as threads of this process, or over ``--workers`` processes."""
     workers = max(1, min(cfg.workers, level))
+    if workers == 1:
+        return LocalSource(cfg.share(0, 1, level), settings)
+    return ProcessSource(cfg, settings, workers, level)
+
+
+def _per_worker(source: Source, by_worker: dict[int, Stats]) -> list[dict[str, Any]]:
+    names = source.names()
+    return [{"worker": w, **names.get(w, {}), **by_worker[w].to_json()} if w in by_worker else
+            {"worker": w, **names[w], **Stats().to_json()} for w in sorted({*names, *by_worker})]
+
+
+def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
+              checkpoint: Callable[[LevelResult], None] | None = None, metrics: Observer | None = None,
+              sources: SourceFactory = local_source) -> LevelResult:
     settings = [h.settings for h in hosts]
-    source: Source = LocalSource(cfg.share(0, 1, level), settings) if workers == 1 else ProcessSource(
-        cfg, settings, workers, level)
+    source = sources(cfg, settings, level)
     source.setup()
+    workers = len(source.names())
+    by_worker: dict[int, Stats] = {}
+
+    def add(worker: int, part: dict[Key, Stats]) -> None:
+        merge_into(totals, part)
+        mine = by_worker.setdefault(worker, Stats())
+        for st in part.values():
+            mine.merge(st)
+        if metrics is not None:
+            metrics.add(worker, part)
+
     totals: dict[Key, Stats] = {}
     interval: dict[Key, Stats] = {}
     timeline: list[dict[str, Any]] = []
@@ -311,10 +356,8 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
             while True:
                 parts, done = source.pump(TICK_S)
                 for worker, part in parts:
-                    merge_into(totals, part)
+                    add(worker, part)
                     merge_into(interval, part)
-                    if metrics is not None:
-                        metrics.add(worker, part)
                 if metrics is not None:
                     metrics.status(source.live())
                 now = time.monotonic()
@@ -333,7 +376,8 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
                 if checkpoint is not None and now - last_checkpoint >= CHECKPOINT_S and not done:
                     last_checkpoint = now
                     checkpoint(LevelResult(level, workers, now - t0, {k: Stats().merge(v) for k, v in totals.items()},
-                                           list(timeline), interrupted=True))
+                                           list(timeline), interrupted=True,
+                                           per_worker=_per_worker(source, by_worker)))
                 if done:
                     break
                 if ctrl_c.hit and not interrupted:
@@ -344,12 +388,8 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
             source.stop()
         st = source.status()
         source.close()
-    if isinstance(source, ProcessSource):  # anything sent while closing
-        parts, _ = source.pump(0.0)
-        for worker, part in parts:
-            merge_into(totals, part)
-            if metrics is not None:
-                metrics.add(worker, part)
+    for worker, part in source.drain():  # anything sent while closing
+        add(worker, part)
     if metrics is not None:
         metrics.status(st, final=True)
     display.level_finished()
@@ -366,5 +406,6 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
         fatal=st.get("fatal"),
         failure=st.get("failure"),
         interrupted=interrupted,
+        per_worker=_per_worker(source, by_worker),
     )
 

@@ -11,7 +11,7 @@ from chbench.errors import QueryError, ServerLost, SetupFailed
 from chbench.export.benchmark import level_lines, sweep_lines
 from chbench.load.config import LoadConfig
 from chbench.load.document import level_entry, new_document, status_of, sweep_rows, views
-from chbench.load.engine import Host, LevelResult, Observer, run_level
+from chbench.load.engine import Host, LevelResult, Observer, SourceFactory, local_source, run_level
 from chbench.load.summary import benchmark_json, knee
 from chbench.results import LoadLevel, ResultsWriter, write_atomic
 from chbench.targets import make_target
@@ -39,19 +39,19 @@ def statements(cfg: LoadConfig, hosts: list[Host], which: list[str], strict: boo
 
 
 def run_load(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str | None, quiet: bool,
-             err: TextIO, metrics: Observer | None = None) -> LevelResult:
+             err: TextIO, metrics: Observer | None = None, sources: SourceFactory = local_source) -> LevelResult:
     """Set-up, every level, tear-down; returns the last level (its fatal/interrupted/failure
     say why it ended)."""
     statements(cfg, hosts, cfg.setup, strict=True)
     try:
-        return _levels(cfg, hosts, out, json_path, quiet, err, metrics)
+        return _levels(cfg, hosts, out, json_path, quiet, err, metrics, sources)
     finally:
         for failure in statements(cfg, hosts, cfg.teardown, strict=False):
             err.write(f"chbench: note: tear-down failed on {failure}\n")
 
 
 def _levels(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str | None, quiet: bool,
-            err: TextIO, metrics: Observer | None) -> LevelResult:
+            err: TextIO, metrics: Observer | None, sources: SourceFactory) -> LevelResult:
     doc = new_document(cfg, hosts)
     writer = ResultsWriter(out, doc)
     display = make_display(cfg, hosts, quiet=quiet)
@@ -66,7 +66,7 @@ def _levels(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str 
             doc.levels.pop()
 
     for level in cfg.levels():
-        res = run_level(cfg, hosts, level, display, checkpoint=checkpoint, metrics=metrics)
+        res = run_level(cfg, hosts, level, display, checkpoint=checkpoint, metrics=metrics, sources=sources)
         results.append(res)
         entry = level_entry(cfg, hosts, res)
         doc.levels.append(entry)
@@ -92,7 +92,8 @@ def _levels(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str 
 
 
 def run_capacity(cfg: LoadConfig, hosts: list[Host], search_args: dict[str, Any], out: str | None, quiet: bool,
-                 err: TextIO, metrics: Observer | None = None) -> tuple[dict[str, Any], LevelResult | None]:
+                 err: TextIO, metrics: Observer | None = None,
+                 sources: SourceFactory = local_source) -> tuple[dict[str, Any], LevelResult | None]:
     """``--slo``: set-up, the capacity search (every step's runs kept as levels of the
     results file, written after each step), tear-down. Returns the capacity and the run
     that stopped the search early, if any (Ctrl-C, a lost server)."""
@@ -116,7 +117,7 @@ def run_capacity(cfg: LoadConfig, hosts: list[Host], search_args: dict[str, Any]
 
     try:
         search = Search(cfg, hosts, display=make_display(replace(cfg, delay=0.0), hosts, quiet=True),
-                        on_step=on_step, metrics=metrics, **search_args)
+                        on_step=on_step, metrics=metrics, sources=sources, **search_args)
         cap = search.run()
         doc.capacity, doc.levels = cap, levels(search)
         writer.finish(status_of(search.stopped) if search.stopped else "complete")

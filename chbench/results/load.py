@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from chbench.results.document import Document
 
 _LEVEL_KEYS = ("concurrency", "workers", "seconds", "status", "total", "hosts", "timeline", "benchmark_json",
-               "comparison", "open_loop")
+               "comparison", "open_loop", "per_worker")
 
 
 @dataclass(kw_only=True)
@@ -43,6 +43,9 @@ class LoadLevel:
     benchmark_json: dict[str, Any] = field(default_factory=dict)  # clickhouse-benchmark's --json shape
     comparison: list[dict[str, Any]] | None = None
     open_loop: dict[str, Any] | None = None
+    # each worker (process, or --master's worker) by index: its name, counters and histogram;
+    # a --master worker that was lost has lost_at_s and lost_reason
+    per_worker: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in _LEVEL_KEYS}

@@ -1,0 +1,148 @@
+"""``chbench load --worker --master-host HOST[:PORT]``: a Locust worker runner that takes
+its share of each level from the master, runs it in an engine subprocess
+(``engine_host.py``: no gevent there) and relays that process's stats to the master as
+they come (every 0.2 s), then its final counts."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from typing import Any, TextIO
+
+from chbench.distributed.protocol import ABORT, DONE, FAILED, GO, JOB, READY, REFUSE, STATS, STOP
+from chbench.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConnectError
+
+
+class Relay:
+    """The engine subprocess of the current level and the messages both ways."""
+
+    def __init__(self, runner: Any, password: str | None, processes: int, err: TextIO) -> None:
+        self.runner, self.password, self.processes, self.err = runner, password, processes, err
+        self.proc: Any = None
+        self.job = 0
+        self.exit_code = EXIT_OK
+        for kind, handler in ((JOB, self.on_job), (GO, self.on_go), (STOP, self.on_stop), (ABORT, self.on_abort),
+                              (REFUSE, self.on_refuse)):
+            runner.register_message(kind, handler)
+
+    def say(self, line: str) -> None:
+        self.err.write(f"chbench worker: {line}\n")
+        self.err.flush()
+
+    def send(self, kind: str, **data: Any) -> None:
+        self.runner.send_message(kind, {"job": self.job, **data})
+
+    def _write(self, kind: str) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self.proc.stdin.write(json.dumps({"type": kind}) + "\n")
+                self.proc.stdin.flush()
+            except OSError:
+                pass
+
+    def on_job(self, environment: Any, msg: Any, **kw: Any) -> None:
+        import subprocess
+
+        import gevent
+
+        self.on_abort(environment, msg)  # a job replaces whatever is left of the last one
+        data = msg.data
+        self.job = data["job"]
+        config = {**data["config"], "workers": self.processes}
+        c = config
+        self.say(f"level {self.job}: worker {data['index'] + 1} of {data['of']}, {c['concurrency']} connection"
+                 f"{'s' if c['concurrency'] != 1 else ''}" + (f", {c['rate']:g} QPS" if c["rate"] else ""))
+        self.proc = subprocess.Popen([sys.executable, "-m", "chbench.distributed.engine_host"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        self.proc.stdin.write(json.dumps({"config": config, "settings": data["settings"],
+                                          "password": self.password}) + "\n")
+        self.proc.stdin.flush()
+        gevent.spawn(self._relay, self.proc, self.job)
+
+    def _relay(self, proc: Any, job: int) -> None:
+        replied = finished = False
+        for line in proc.stdout:
+            if job != self.job:
+                break
+            m = json.loads(line)
+            kind = m.pop("type")
+            if kind == "ready":
+                replied = True
+                self.send(READY, **m)
+            elif kind == "failed":
+                replied = True
+                self.say(m["message"])
+                self.send(FAILED, **m)
+            elif kind == "stats":
+                self.send(STATS, **m)
+            elif kind == "done":
+                finished = True
+                self.send(DONE, **m)
+                self.say(f"level {job} done: {m['status'].get('started', 0)} queries started")
+        code = proc.wait()
+        if job == self.job and not finished:
+            why = f"the engine process exited with code {code}"
+            if replied:
+                self.send(DONE, stats=[], status={"fatal": f"worker engine lost: {why}"})
+            else:
+                self.send(FAILED, message=why)
+
+    def on_go(self, environment: Any, msg: Any, **kw: Any) -> None:
+        if msg.data.get("job") == self.job:
+            self._write("go")
+
+    def on_stop(self, environment: Any, msg: Any, **kw: Any) -> None:
+        if msg.data.get("job") == self.job:
+            self._write("stop")
+
+    def on_abort(self, environment: Any, msg: Any, **kw: Any) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.stdin.close()  # end of input: the engine stops and exits
+            self.proc.wait()
+        self.proc = None
+
+    def on_refuse(self, environment: Any, msg: Any, **kw: Any) -> None:
+        self.say(f"refused by the master: {msg.data.get('message')}")
+        self.exit_code = EXIT_USAGE
+        self.leave()
+
+    def leave(self) -> None:
+        """Tell the master we go (Locust's quit message), then stop the runner."""
+        from locust.rpc import Message
+
+        self.close()
+        with contextlib.suppress(Exception):  # leaving anyway
+            self.runner.client.send(Message("quit", None, self.runner.client_id))
+        self.runner.greenlet.kill(block=False)
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait()
+
+
+def run_worker(master: tuple[str, int], password: str | None, processes: int, err: TextIO) -> int:
+    """Serve the master until it quits (0), refuses us (2) or Ctrl-C (130)."""
+    from locust.env import Environment
+    from locust.runners import CONNECT_RETRY_COUNT, CONNECT_TIMEOUT
+
+    host, port = master
+    err.write(f"chbench worker: connecting to the master at {host}:{port}\n")
+    err.flush()
+    env = Environment(user_classes=[])
+    try:
+        runner = env.create_worker_runner(host, port)
+    except ConnectionError:
+        waited = CONNECT_TIMEOUT * CONNECT_RETRY_COUNT
+        raise ConnectError(f"no master answered at {host}:{port} within {waited} s") from None
+    relay = Relay(runner, password, processes, err)
+    relay.say(f"connected as {runner.client_id}")
+    try:
+        runner.greenlet.join()
+    except KeyboardInterrupt:
+        relay.leave()
+        return EXIT_INTERRUPTED
+    relay.close()
+    relay.say("the master quit" if relay.exit_code == EXIT_OK else "stopped")
+    return relay.exit_code
