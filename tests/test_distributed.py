@@ -1,0 +1,206 @@
+"""``chbench load --master``/``--worker`` (Locust's runners, chbench's engine) and
+``chbench.locust.ClickHouseUser`` in a real ``locust --headless`` run, against the 26.9
+server; every count checked against what the server logged in ``system.query_log``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, Result, assert_one_line_error, load, run_cli
+from tests.engines import ModernServer, free_port, http_post
+
+pytest.importorskip("locust", reason="the distributed extra: pip install 'chbench[distributed]'")
+
+
+def logged(server: ModernServer, prefix: str) -> int:
+    """Finished queries (success or error) the server logged under a query-id prefix."""
+    http_post(server.http_port, "SYSTEM FLUSH LOGS")
+    return int(http_post(server.http_port, "SELECT count() FROM system.query_log WHERE type != 'QueryStart' AND "
+                                           f"startsWith(query_id, '{prefix}')"))
+
+
+class Cluster:
+    """A master and its workers, each a real ``chbench load`` process on loopback."""
+
+    def __init__(self, server: ModernServer, tmp: Path, workers: int, *args: str,
+                 worker_env: list[dict[str, str]] | None = None) -> None:
+        self.port = free_port()
+        self.out, self.bjson = tmp / "load.json", tmp / "benchmark.json"
+        self.prefix = f"t{uuid.uuid4().hex[:8]}-"
+        env = {k: v for k, v in os.environ.items() if k != "CLICKHOUSE_PASSWORD"}
+        self.master = subprocess.Popen(
+            [sys.executable, "-m", "chbench", "load", "--master", "--expect-workers", str(workers), "--master-bind",
+             f"127.0.0.1:{self.port}", "--target", server.native_url, "--query_id_prefix", self.prefix, "-d", "0",
+             "--quiet", "--out", str(self.out), "--json", str(self.bjson), *args],
+            cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.workers = [subprocess.Popen(
+            [sys.executable, "-m", "chbench", "load", "--worker", "--master-host", f"127.0.0.1:{self.port}"],
+            cwd=REPO, env={**env, **((worker_env or [])[i] if worker_env and i < len(worker_env) else {})},
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for i in range(workers)]
+
+    def wait(self, timeout: float = 120) -> Result:
+        out, err = self.master.communicate(timeout=timeout)
+        for w in self.workers:
+            try:
+                w.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                w.kill()
+                w.communicate()
+        return Result(self.master.returncode, out, err)
+
+
+def test_master_and_three_workers_count_what_the_server_logged(modern: ModernServer, tmp_path: Path) -> None:
+    c = Cluster(modern, tmp_path, 3, "-q", "SELECT 1", "-q", "SELECT number FROM numbers(10)", "--rate", "150", "-t",
+                "4", "-c", "6")
+    r = c.wait()
+    assert r.code == 0, r.stderr
+    doc = load(c.out)
+    lv = doc["levels"][-1]
+    assert lv["workers"] == 3 and lv["status"] == "complete"
+    total = lv["total"]["queries"]
+    assert load(c.bjson)["statistics"]["num_queries"] == total
+    assert total == logged(modern, c.prefix)  # not one query more or less than the server saw
+    assert 540 <= total <= 600  # 150 QPS for 4 s
+    per_worker = lv["per_worker"]
+    assert len(per_worker) == 3 and len({w["name"] for w in per_worker}) == 3
+    for i, w in enumerate(per_worker):
+        assert w["queries"] == logged(modern, f"{c.prefix}{i}.") > 0
+    # exact merge: the workers' histograms add up to the master's, bucket by bucket
+    assert sum(w["histogram"]["count"] for w in per_worker) == lv["total"]["histogram"]["count"] == total
+    buckets: dict[int, int] = {}
+    for w in per_worker:
+        for b, n in w["histogram"]["buckets"]:
+            buckets[b] = buckets.get(b, 0) + n
+    assert sorted(buckets.items()) == [tuple(x) for x in lv["total"]["histogram"]["buckets"]]
+    ol = lv["open_loop"]
+    assert ol["dropped"] == 0 and ol["planned"] == ol["started"] == total
+
+
+def test_a_worker_killed_mid_run_is_reported_and_the_run_goes_on(modern: ModernServer, tmp_path: Path) -> None:
+    c = Cluster(modern, tmp_path, 3, "-q", "SELECT 1", "--rate", "90", "-t", "12", "-c", "3")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (c.out.exists() and load(c.out)["levels"]):
+        time.sleep(0.2)  # the first checkpoint: the level runs
+    time.sleep(1.0)
+    victim = c.workers[1]
+    victim.send_signal(signal.SIGKILL)
+    killed_at = time.monotonic()
+    r = c.wait()
+    assert r.code == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    lv = load(c.out)["levels"][-1]
+    lost = [w for w in lv["per_worker"] if "lost_at_s" in w]
+    assert len(lost) == 1, lv["per_worker"]
+    assert f"worker {lost[0]['name']} lost at" in r.stderr
+    assert lost[0]["queries"] > 0  # what it shipped before stays counted
+    survivors = [w for w in lv["per_worker"] if "lost_at_s" not in w]
+    assert all(w["queries"] >= 330 for w in survivors)  # 30 QPS each for 12 s: they went on to the end
+    # the killed worker's engine stopped with it: nothing under its prefix after the kill
+    i = lv["per_worker"].index(lost[0])
+    before = logged(modern, f"{c.prefix}{i}.")
+    assert before - lost[0]["queries"] <= 10  # at most what was in flight or not yet shipped
+    assert time.monotonic() - killed_at > 3
+    assert logged(modern, f"{c.prefix}{i}.") == before
+    assert lv["total"]["queries"] == sum(w["queries"] for w in lv["per_worker"])
+
+
+def test_stop_on_worker_loss(modern: ModernServer, tmp_path: Path) -> None:
+    c = Cluster(modern, tmp_path, 2, "-q", "SELECT 1", "--rate", "40", "-t", "30", "-c", "2",
+                "--stop-on-worker-loss")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (c.out.exists() and load(c.out)["levels"]):
+        time.sleep(0.2)
+    c.workers[0].send_signal(signal.SIGKILL)
+    r = c.wait()
+    assert r.code == 3, r.stderr
+    assert "lost at" in r.stderr.splitlines()[-1] and "Traceback" not in r.stderr
+    doc = load(c.out)
+    assert doc["status"] == "server_lost" and doc["levels"][-1]["total"]["queries"] > 0
+    assert doc["levels"][-1]["seconds"] < 25
+
+
+def test_a_worker_that_cannot_reach_the_target(modern: ModernServer, tmp_path: Path) -> None:
+    """The second worker's credentials are refused by the server: it is named, the level
+    goes on with the first, which then carries the whole rate."""
+    c = Cluster(modern, tmp_path, 2, "-q", "SELECT 1", "--rate", "60", "-t", "3", "-c", "2",
+                worker_env=[{}, {"CLICKHOUSE_PASSWORD": "wrong-password"}])
+    r = c.wait()
+    assert r.code == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    bad = [ln for ln in r.stderr.splitlines() if ln.startswith("chbench: worker ")
+           and ("password" in ln.lower() or "authentic" in ln.lower())]
+    assert len(bad) == 1, r.stderr
+    lv = load(c.out)["levels"][-1]
+    assert len(lv["per_worker"]) == 1
+    assert lv["total"]["queries"] == logged(modern, c.prefix) >= 170  # 60 QPS for 3 s, all from the one
+    assert lv["open_loop"]["dropped"] == 0
+
+
+def test_master_without_workers_times_out_in_one_line(modern: ModernServer) -> None:
+    r = run_cli("load", "--master", "--expect-workers", "2", "--expect-workers-max-wait", "1.5", "--master-bind",
+                f"127.0.0.1:{free_port()}", "--target", modern.native_url, "-q", "SELECT 1", "-t", "1")
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("chbench: error:")]
+    assert len(lines) == 1, r.stderr
+    assert "0 of 2 workers connected to the master at 127.0.0.1:" in lines[0]
+    assert lines[0].endswith("within 1.5 s (--expect-workers-max-wait)")
+    assert r.code == 2 and "Traceback" not in r.stderr
+
+
+def test_worker_flags_are_checked() -> None:
+    assert_one_line_error(run_cli("load", "--worker", "-q", "SELECT 1"))
+    assert_one_line_error(run_cli("load", "--master", "--workers", "2", "-q", "SELECT 1", "--target",
+                                  "clickhouse://127.0.0.1:1"))
+    assert_one_line_error(run_cli("load", "--master", "-q", "SELECT 1"))  # the embedded engine: one process
+
+
+def test_locust_user_in_a_real_headless_run(modern: ModernServer, tmp_path: Path) -> None:
+    prefix = f"loc{uuid.uuid4().hex[:8]}-"
+    locustfile = tmp_path / "locustfile.py"
+    locustfile.write_text(f'''
+from locust import constant, task
+
+from chbench.locust import ClickHouseUser
+
+
+class Analyst(ClickHouseUser):
+    wait_time = constant(0.01)
+    query_id_prefix = "{prefix}"
+
+    @task(3)
+    def one(self):
+        self.client.query("SELECT 1", name="one")
+
+    @task
+    def numbers(self):
+        self.client.query("SELECT sum(number) FROM numbers(1000)")
+
+    @task
+    def bad(self):
+        self.client.query("SELECT throwIf(1, 'on purpose')", name="bad")
+''')
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    p = subprocess.run([sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "-u", "3", "-r", "3",
+                        "-t", "3s", "--stop-timeout", "5", "--host", modern.native_url, "--csv",
+                        str(tmp_path / "run"), "--only-summary", "--exit-code-on-error", "0"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    import csv
+
+    rows = {(r["Type"], r["Name"]): r for r in csv.DictReader((tmp_path / "run_stats.csv").open())}
+    total = rows[("", "Aggregated")]
+    requests, failures = int(total["Request Count"]), int(total["Failure Count"])
+    assert requests > 30
+    assert requests == logged(modern, prefix)  # one request event per query the server saw
+    assert int(rows[("clickhouse", "bad")]["Failure Count"]) == int(rows[("clickhouse", "bad")]["Request Count"]) > 0
+    assert failures == int(rows[("clickhouse", "bad")]["Request Count"])
+    assert ("clickhouse", "SELECT sum(number) FROM") in rows  # unnamed: its first words
+    assert "on purpose" in (tmp_path / "run_failures.csv").read_text()
