@@ -365,3 +365,30 @@ def test_workload_setup_per_query_settings_and_teardown(modern, tmp_path):
     r = run_cli("load", "--target", modern.http_url, "--queries", str(qf), "-i", "1")
     assert_one_line_error(r)
     assert "unknown setting max_threadz" in r.stderr
+
+
+def test_cluster_target_spreads_queries_with_per_host_stats(modern, tmp_path):
+    """clickhouse://h1,h2:PORT — two names of the one server here: each query goes to the
+    next host (or a random one), the report and --json are the target's, per_host each's."""
+    url = f"clickhouse://127.0.0.1,localhost:{modern.tcp_port}"
+    out, bj = tmp_path / "load.json", tmp_path / "b.json"
+    r = run_cli("load", "--target", url, "-q", "SELECT 1", "-c", "2", "-i", "100", "--out", str(out), "--json",
+                str(bj))
+    assert r.code == 0, r.stderr
+    doc = load(out)
+    lv = doc["levels"][-1]
+    assert [h["label"] for h in lv["hosts"]] == [f"127.0.0.1:{modern.tcp_port}, localhost:{modern.tcp_port}"]
+    assert [(h["label"], h["target"], h["queries"]) for h in lv["per_host"]] == [
+        (f"127.0.0.1:{modern.tcp_port}", 0, 50), (f"localhost:{modern.tcp_port}", 0, 50)]
+    assert [t["target"] for t in doc["targets"]] == [0, 0]
+    assert load(bj)["statistics"]["num_queries"] == 100 and lv["comparison"] is None
+    assert f"  localhost:{modern.tcp_port}: 50 queries, 0 errors" in r.stderr
+    r = run_cli("load", "--target", url, "--pick", "random", "-q", "SELECT 1", "-i", "200", "--seed", "3", "--out",
+                str(out))
+    per_host = load(out)["levels"][-1]["per_host"]
+    assert sum(h["queries"] for h in per_host) == 200 and all(40 < h["queries"] < 160 for h in per_host)
+    # a cluster target beside a single host: comparison mode between the two targets
+    r = run_cli("load", "--target", url, "--port", str(modern.tcp_port), "-q", "SELECT 1", "-i", "60", "--out",
+                str(out))
+    lv = load(out)["levels"][-1]
+    assert r.code == 0 and len(lv["hosts"]) == 2 and len(lv["per_host"]) == 3 and lv["comparison"]

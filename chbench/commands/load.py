@@ -87,6 +87,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--max-consecutive-errors", "--max_consecutive_errors", dest="max_consecutive_errors",
                    type=non_negative_int, default=0, metavar="N", help="with --continue_on_errors: stop after N")
     c.add_argument("--roundrobin", action="store_true", help="several hosts: spread queries, do not compare")
+    c.add_argument("--pick", choices=["roundrobin", "random"],
+                   help="a target with several hosts (clickhouse://h1,h2,h3:9000): each query's host in turn "
+                        "(default) or at random (the default with --roundrobin)")
     c.add_argument("--stage", choices=["complete", "fetch_columns", "with_mergeable_state"], default="complete",
                    help="processing stage (native protocol only)")
     c.add_argument("--query_id_prefix", "--query-id-prefix", dest="query_id_prefix", metavar="PREFIX")
@@ -185,6 +188,7 @@ def build_config(args: argparse.Namespace) -> LoadConfig:
     from chbench.commands.connection import credentials, target_specs
     from chbench.load.config import LoadConfig
     from chbench.targets import parse_target_url, target_class
+    from chbench.targets.url import split_hosts
 
     if args.rate is None and args.poisson and not args.slo:
         raise UsageError("--poisson needs --rate QPS")
@@ -199,7 +203,11 @@ def build_config(args: argparse.Namespace) -> LoadConfig:
     if args.slo and args.rate_min >= args.rate_max:
         raise UsageError(f"--rate-min {args.rate_min:g} must be below --rate-max {args.rate_max:g}")
     concurrency = args.concurrency or (SLO_LANES if args.slo else 1)
-    specs = target_specs(args)
+    specs, group_of = [], []
+    for g, spec in enumerate(target_specs(args)):  # a cluster target: one spec per host
+        hosts = split_hosts(spec)
+        specs += hosts
+        group_of += [g] * len(hosts)
     creds = credentials(args)
     caps = [target_class(parse_target_url(s)).capabilities for s in specs]  # what they can do, nothing started
     if args.master and args.workers > 1:
@@ -227,7 +235,9 @@ def build_config(args: argparse.Namespace) -> LoadConfig:
         max_consecutive_errors=args.max_consecutive_errors, roundrobin=args.roundrobin, settings=settings,
         rate=args.rate or (args.rate_min if args.slo else 0.0), poisson=args.poisson,
         latency_limit_ms=args.latency_limit or 0.0,
-        workers=args.workers, timeout=args.timeout)
+        workers=args.workers, timeout=args.timeout,
+        group_of=group_of if len(specs) > len(set(group_of)) else [],
+        pick=args.pick or ("random" if args.roundrobin else "roundrobin"))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ LATE_MS = 5.0
 
 @dataclass
 class LoadConfig:
-    targets: list[str]  # target specs (no secrets)
+    targets: list[str]  # one spec per host (no secrets); a cluster target is several
     credentials: Credentials
     queries: list[Query]
     setup: list[str] = field(default_factory=list)  # the workload's, once per host before the first level
@@ -40,14 +40,28 @@ class LoadConfig:
     workers: int = 1
     timeout: float | None = None
     phase: float = 0.0  # open loop, fixed rate: this worker's offset in the global schedule (s)
+    group_of: list[int] = field(default_factory=list)  # target index of each host (empty: one host each)
+    pick: str = "roundrobin"  # a target with several hosts: 'roundrobin' or 'random' per query
 
     @property
     def open_loop(self) -> bool:
         return self.rate > 0
 
+    def members(self) -> list[list[int]]:
+        """The hosts of each target: one each, several for a cluster target
+        (``clickhouse://h1,h2,h3``), all of them as one with ``--roundrobin``."""
+        if self.roundrobin:
+            return [list(range(len(self.targets)))]
+        out: list[list[int]] = []
+        for h, g in enumerate(self.group_of or range(len(self.targets))):
+            while len(out) <= g:
+                out.append([])
+            out[g].append(h)
+        return out
+
     @property
     def comparison(self) -> bool:
-        return len(self.targets) > 1 and not self.roundrobin
+        return len(self.members()) > 1
 
     def levels(self) -> list[int]:
         return list(range(1, self.max_concurrency + 1)) if self.max_concurrency else [self.concurrency]

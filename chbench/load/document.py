@@ -7,6 +7,7 @@ from typing import Any
 
 from chbench.load.config import LATE_MS, LoadConfig
 from chbench.load.engine import Host, LevelResult
+from chbench.load.recorder import Stats
 from chbench.load.summary import HostView, benchmark_json, comparison, host_views, open_loop_summary
 from chbench.results import LoadDocument, LoadHost, LoadLevel, Meta
 from chbench.stats.ttest import CONFIDENCE_LEVELS
@@ -21,7 +22,7 @@ def options(cfg: LoadConfig) -> dict[str, Any]:
         "continue_on_errors": cfg.continue_on_errors, "max_consecutive_errors": cfg.max_consecutive_errors,
         "roundrobin": cfg.roundrobin, "settings": cfg.settings, "rate": cfg.rate or None, "poisson": cfg.poisson,
         "latency_limit_ms": cfg.latency_limit_ms or None, "workers": cfg.workers, "timeout": cfg.timeout,
-        "late_threshold_ms": LATE_MS, "setup": cfg.setup, "teardown": cfg.teardown,
+        "late_threshold_ms": LATE_MS, "setup": cfg.setup, "teardown": cfg.teardown, "pick": cfg.pick,
     }
 
 
@@ -29,14 +30,15 @@ def new_document(cfg: LoadConfig, hosts: list[Host]) -> LoadDocument:
     return LoadDocument(
         meta=Meta(extra={"options": options(cfg)}),
         targets=[{"id": chr(ord("A") + i) if i < 26 else f"T{i}", "url": h.url, "label": h.label, "kind": h.kind,
-                  "server_version": h.version, "settings_sent": h.settings, "notes": h.notes}
+                  "server_version": h.version, "settings_sent": h.settings, "notes": h.notes,
+                  **({"target": cfg.group_of[i]} if cfg.group_of else {})}
                  for i, h in enumerate(hosts)],
         queries=[{"index": i, "name": q.name, "sql": q.sql, "weight": q.weight,
                   **({"settings": q.settings} if q.settings else {})} for i, q in enumerate(cfg.queries)])
 
 
 def views(cfg: LoadConfig, hosts: list[Host], res: LevelResult) -> list[HostView]:
-    return host_views(hosts, res.by_host(), cfg.roundrobin)
+    return host_views(hosts, res.by_host(), cfg)
 
 
 def status_of(res: LevelResult) -> str:
@@ -62,6 +64,10 @@ def level_entry(cfg: LoadConfig, hosts: list[Host], res: LevelResult, final: boo
         per_query = [{"index": qi, "name": q.name, **st.to_json()} for qi, q in enumerate(cfg.queries)
                      if (st := res.totals.get((hi, qi))) is not None]
         level.hosts.append(LoadHost(label=v.label, stats=v.stats.to_json(), queries=per_query))
+    if any(len(m) > 1 for m in cfg.members()):  # several hosts in a target: each host's own stats
+        by_host = res.by_host()
+        level.per_host = [{"label": hosts[h].label, "target": t, **by_host.get(h, Stats()).to_json()}
+                          for t, members in enumerate(cfg.members()) for h in members]
     if cfg.open_loop:
         level.open_loop = open_loop_summary(cfg.rate, cfg.poisson, res.seconds, res.due or 0, res.started, res.late,
                                             total.queries, LATE_MS)

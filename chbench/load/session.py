@@ -38,6 +38,19 @@ def statements(cfg: LoadConfig, hosts: list[Host], which: list[str], strict: boo
     return failures
 
 
+def per_host_lines(per_host: list[dict[str, Any]]) -> list[str]:
+    """A cluster target's hosts, one line each."""
+    from chbench.stats.histogram import Histogram
+
+    lines = ["Per host:"]
+    for h in per_host:
+        hist = Histogram.from_json(h["histogram"])
+        p50, p99 = hist.percentile(50), hist.percentile(99)
+        lines.append(f"  {h['label']}: {h['queries']} queries, {h['errors']} errors"
+                     + (f", p50 {p50:.3f} ms, p99 {p99:.3f} ms" if p50 is not None and p99 is not None else ""))
+    return lines
+
+
 def run_load(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str | None, quiet: bool,
              err: TextIO, metrics: Observer | None = None, sources: SourceFactory = local_source) -> LevelResult:
     """Set-up, every level, tear-down; returns the last level (its fatal/interrupted/failure
@@ -74,6 +87,8 @@ def _levels(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str 
             err.write(f"\nConcurrency {level}:\n")
         err.write("\n" + "\n".join(level_lines(views(cfg, hosts, res), entry.to_json(), res.total(),
                                                cfg.latency_limit_ms)) + "\n")
+        if entry.per_host:
+            err.write("\n".join(per_host_lines(entry.per_host)) + "\n")
         err.flush()
         status = entry.status
         writer.checkpoint(force=True)

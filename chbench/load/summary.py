@@ -12,6 +12,7 @@ from chbench.stats.compare import Options, SideData, compare_queries
 from chbench.stats.ttest import CONFIDENCE_LEVELS, student_t
 
 if TYPE_CHECKING:
+    from chbench.load.config import LoadConfig
     from chbench.load.engine import Host
 
 PERCENTILES = (0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.9, 99.99)
@@ -24,12 +25,21 @@ class HostView:
     stats: Stats
 
 
-def host_views(hosts: list[Host], by_host: dict[int, Stats], roundrobin: bool) -> list[HostView]:
-    """One report column per host; with --roundrobin one combined column."""
-    if roundrobin:
-        label = ", ".join(h.label for h in hosts) + " (round robin)"
-        return [HostView(label, by_host.get(0, Stats()))]
-    return [HostView(h.label, by_host.get(i, Stats())) for i, h in enumerate(hosts)]
+def host_views(hosts: list[Host], by_host: dict[int, Stats], cfg: LoadConfig) -> list[HostView]:
+    """One report column per target: a host, or a cluster target's hosts merged (with
+    --roundrobin every host as one)."""
+    views = []
+    for members in cfg.members():
+        if len(members) == 1:
+            views.append(HostView(hosts[members[0]].label, by_host.get(members[0], Stats())))
+            continue
+        st = Stats()
+        for h in members:
+            if h in by_host:
+                st.merge(by_host[h])
+        label = ", ".join(hosts[h].label for h in members) + (" (round robin)" if cfg.roundrobin else "")
+        views.append(HostView(label, st))
+    return views
 
 
 def per_second(n: float, seconds: float) -> float:

@@ -47,6 +47,7 @@ class Core:
         self.settings = [[{**hs, **q.settings} if q.settings else hs for q in cfg.queries] for hs in settings]
         self.worker = worker
         self.sqls = [q.sql for q in cfg.queries]
+        self.members = cfg.members()  # the hosts of each target
         self.mix = Mix([q.weight for q in cfg.queries], cfg.randomize, cfg.seed, offset=worker)
         self.recorder = Recorder(cfg.latency_limit_ms, cfg.open_loop)
         self.stop = threading.Event()
@@ -227,7 +228,9 @@ class Lane(threading.Thread):
     def _loop(self) -> None:
         core, cfg = self.core, self.core.cfg
         rec, stop, sqls, settings = core.recorder, core.stop, core.sqls, core.settings
-        n_hosts = len(self.targets)
+        members = core.members
+        n_targets = len(members)
+        random_pick = cfg.pick == "random"
         prefix = cfg.query_id_prefix
         done = 0
         while True:
@@ -246,9 +249,13 @@ class Lane(threading.Thread):
                     return
                 if (time.monotonic() - planned) * 1000.0 > LATE_MS:
                     self.late += 1
-            h = 0 if n_hosts == 1 else self.rng.randrange(n_hosts)
+            hosts = members[0 if n_targets == 1 else self.rng.randrange(n_targets)]
+            if len(hosts) == 1:
+                h = hosts[0]
+            else:  # a cluster target (or --roundrobin): this query's host, per-host stats
+                h = hosts[self.rng.randrange(len(hosts)) if random_pick else k % len(hosts)]
             q = core.mix.pick(k)
-            key = (0 if cfg.roundrobin else h, q)
+            key = (h, q)
             target = self.targets[h]
             qid = f"{prefix}{core.worker}-{self.index}-{k}" if prefix else ""
             core.begun()
@@ -275,7 +282,7 @@ class Lane(threading.Thread):
                 if done % cfg.reconnect == 0:
                     for t in self.targets:
                         t.reconnect()  # clickhouse-benchmark's --reconnect: the next query connects
-            elif n_hosts > 1 and done % ROTATE_EVERY == 0:
+            elif n_targets > 1 and done % ROTATE_EVERY == 0:
                 self._rotate(target)
 
 

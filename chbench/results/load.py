@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from chbench.results.document import Document
 
 _LEVEL_KEYS = ("concurrency", "workers", "seconds", "status", "total", "hosts", "timeline", "benchmark_json",
-               "comparison", "open_loop", "per_worker")
+               "comparison", "open_loop", "per_worker", "per_host")
 
 
 @dataclass(kw_only=True)
@@ -46,6 +46,9 @@ class LoadLevel:
     # each worker (process, or --master's worker) by index: its name, counters and histogram;
     # a --master worker that was lost has lost_at_s and lost_reason
     per_worker: list[dict[str, Any]] = field(default_factory=list)
+    # a target with several hosts (clickhouse://h1,h2,h3): each host's label, target index,
+    # counters and histogram (``hosts`` holds the targets)
+    per_host: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in _LEVEL_KEYS}

@@ -12,6 +12,9 @@ Syntax::
     https://[user@]host[:8443][/database]      HTTP over TLS (certificates verified)
     clickhouse://[user@]host[:9000][/database] native protocol
     clickhouses://[user@]host[:9440][/database] native protocol over TLS
+    clickhouse://h1,h2,h3[:9000][/database]    a cluster: several hosts of one target
+                                  (``chbench load`` spreads queries over them; each host may
+                                  carry its own port: h1:9001,h2:9002)
 
 Passwords never go in the URL: they come from ``CLICKHOUSE_PASSWORD`` or
 ``--password-file`` (``--password`` works, with a warning).
@@ -143,3 +146,26 @@ def parse_target_url(spec: str, user: str | None = None, database: str | None = 
         raise UsageError(f"target '{spec}' has no host")
     return TargetURL(kind, host=host, port=port, user=unquote(username) if username else (user or "default"),
                      database=parts.path.strip("/") or database)
+
+
+def split_hosts(spec: str) -> list[str]:
+    """A cluster target (``clickhouse://h1,h2:9001,h3:9000/db``) as one URL per host; a
+    host without a port takes the port written last (else the scheme's default). Any
+    other target: itself."""
+    scheme, sep, rest = spec.strip().partition("://")
+    netloc, slash, tail = rest.partition("/")
+    if not sep or "," not in netloc:
+        return [spec]
+    user, at, hosts = netloc.rpartition("@")
+    names = [h.strip() for h in hosts.split(",")]
+    if any(not h for h in names):
+        raise UsageError(f"target '{spec}': an empty host in the list")
+    ports = [h.rpartition(":")[2] if ":" in h and not h.endswith("]") else "" for h in names]
+    last = ports[-1]
+    out = []
+    for name, port in zip(names, ports, strict=True):
+        host = name[:-(len(port) + 1)] if port else name
+        out.append(f"{scheme}://{user}{at}{host}{':' + (port or last) if port or last else ''}{slash}{tail}")
+    for u in out:
+        parse_target_url(u)  # each one valid, or one clear line now
+    return out

@@ -31,7 +31,7 @@ class TextDisplay:
             return
         by_host, span = (cumulative, elapsed) if self.cfg.cumulative else (hosts_stats, seconds)
         executed = sum(st.queries for st in cumulative.values())
-        lines = text_report(host_views(self.hosts, by_host, self.cfg.roundrobin), span, executed)
+        lines = text_report(host_views(self.hosts, by_host, self.cfg), span, executed)
         self.stream.write("\n" + "\n".join(lines) + "\n")
         self.stream.flush()
 
@@ -61,8 +61,8 @@ class LiveDisplay:
         t = Table(title=f"chbench load — concurrency {level}, {elapsed:.0f} s", title_justify="left")
         for col in ("host", "queries", "errors", "QPS (last)", "p50 ms (last)", "p99 ms (last)"):
             t.add_column(col, justify="right" if col != "host" else "left")
-        for v, c in zip(host_views(self.hosts, hosts_stats, self.cfg.roundrobin),
-                        host_views(self.hosts, cumulative, self.cfg.roundrobin), strict=True):
+        for v, c in zip(host_views(self.hosts, hosts_stats, self.cfg),
+                        host_views(self.hosts, cumulative, self.cfg), strict=True):
             h = v.stats.hist
             p50, p99 = h.percentile(50), h.percentile(99)
             t.add_row(v.label, str(c.stats.queries), str(c.stats.errors),
