@@ -217,3 +217,35 @@ class Analyst(ClickHouseUser):
     assert failures == int(rows[("clickhouse", "bad")]["Request Count"])
     assert ("clickhouse", "SELECT sum(number) FROM numbers(1000)") in rows  # unnamed: its first words
     assert "on purpose" in (tmp_path / "run_failures.csv").read_text()
+
+
+def test_capacity_search_and_live_metrics_on_the_master(modern: ModernServer, tmp_path: Path) -> None:
+    """--slo with --master: every step is a level spread over the workers; the master's
+    --metrics-port serves the merged counts of every worker."""
+    import re
+    import urllib.request
+
+    mport = free_port()
+    c = Cluster(modern, tmp_path, 2, "-q", "SELECT 1", "--slo", "p90<=500ms", "--rate-min", "20", "--rate-max",
+                "60", "--step-duration", "1", "-c", "4", "--metrics-port", str(mport), "--metrics-hold", "4")
+    last: str | None = None
+    deadline = time.monotonic() + 120
+    while c.master.poll() is None and time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=5) as r:
+                last = r.read().decode()
+        except OSError:
+            pass
+        time.sleep(0.3)
+    r = c.wait()
+    assert r.code == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "capacity: 60.0 QPS"
+    doc = load(c.out)
+    assert doc["capacity"]["rate"] == 60 and [s["verdict"] for s in doc["capacity"]["steps"]] == ["holds"] * 3
+    assert all(lv["workers"] == 2 and len(lv["per_worker"]) == 2 for lv in doc["levels"])
+    total = sum(lv["total"]["queries"] for lv in doc["levels"])
+    assert total == logged(modern, c.prefix)
+    assert last is not None
+    by_worker = {m.group(1): float(m.group(2)) for m in
+                 re.finditer(r'^chbench_queries_total\{[^}]*worker="(\d+)"[^}]*\} ([0-9.e+]+)$', last, re.M)}
+    assert set(by_worker) == {"0", "1"} and sum(by_worker.values()) == total
