@@ -73,9 +73,33 @@ def load_section(path: str, doc: LoadDocument, charts: bool = True) -> Section:
             drawn.append(chart(f"histogram-{k}", "latency_histogram", buckets))
         if drawn:
             blocks += [Heading(f"Concurrency {lv.concurrency}"), Charts(drawn)]
+        blocks += breakdown_blocks(lv)
         if s["errors_by_code"]:
             blocks.append(Text("Errors by code: " + ", ".join(f"{c}: {n}" for c, n in s["errors_by_code"].items())))
     return Section(f"Load: {Path(path).name}", "load", blocks)
+
+
+PART_COLUMNS = [Column("name", align="left"), Column("queries", ",d"), Column("errors", ",d"),
+                Column("p50 ms", ".3f", key="p50_ms"), Column("p99 ms", ".3f", key="p99_ms"),
+                Column("lost", align="left")]
+
+
+def breakdown_blocks(lv: LoadLevel) -> list[Any]:
+    """A level's rows per ``--master`` worker (with any that was lost, and when) and per
+    host of a cluster target."""
+    blocks: list[Any] = []
+    for title, rows, name in (("Workers", lv.per_worker if len(lv.per_worker) > 1 else [], "name"),
+                              ("Hosts", lv.per_host, "label")):
+        if not rows:
+            continue
+        table = Table(PART_COLUMNS, filterable=False)
+        for r in rows:
+            hist = Histogram.from_json(r["histogram"]) if r.get("histogram") else Histogram()
+            lost = f"at {r['lost_at_s']:.1f} s ({r.get('lost_reason')})" if r.get("lost_at_s") is not None else ""
+            table.add(str(r.get(name)), r.get("queries", 0), r.get("errors", 0), hist.percentile(50),
+                      hist.percentile(99), lost)
+        blocks += [Text(f"{title} of concurrency {lv.concurrency}:"), table]
+    return blocks
 
 
 STEP_COLUMNS = [Column("offered QPS", ",.1f", key="offered_qps"), Column("achieved QPS", ",.1f", key="achieved_qps"),
