@@ -11,7 +11,8 @@
             self.client.query("SELECT URL, count() FROM hits GROUP BY URL ORDER BY 2 DESC LIMIT 10",
                               name="top pages")
 
-    $ locust -f mylocustfile.py --host clickhouse://db1:9000      (or http://db1:8123, https://…)
+    $ locust -f mylocustfile.py --host clickhouse://db1:9000      (or http://db1:8123, https://…,
+                                                                   clickhouse://db1,db2,db3:9000)
 
 Each query fires one Locust request event — request type ``clickhouse``, named by its
 ``name`` or its first words, response time in ms, response length in result bytes, the
@@ -26,6 +27,7 @@ users are closed loop; for open-loop load and exact histograms use ``chbench loa
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import time
@@ -35,6 +37,7 @@ from locust import User
 
 from chbench.errors import ChbenchError, QueryError, ServerLost
 from chbench.targets import Credentials, Sample, Target, make_target
+from chbench.targets.url import split_hosts
 
 REQUEST_TYPE = "clickhouse"
 _IDS = itertools.count()  # one counter for the process: query ids stay unique across users
@@ -50,46 +53,53 @@ class ClickHouseClient:
 
     def __init__(self, url: str, credentials: Credentials, request_event: Any, settings: dict[str, str],
                  query_id_prefix: str = "", timeout: float | None = None) -> None:
+        self.urls = split_hosts(url)  # a cluster URL (clickhouse://h1,h2,h3:9000): each query to the next host
         self.url, self.credentials, self.request_event = url, credentials, request_event
         self.settings, self.prefix, self.timeout = settings, query_id_prefix, timeout
-        self._target: Target | None = None
+        self._targets: dict[str, Target] = {}
+        self._turn = itertools.count()
 
-    def _connection(self) -> Target:
-        if self._target is None:
-            t = make_target(self.url, self.credentials, light=True)
+    def _connection(self, url: str) -> Target:
+        t = self._targets.get(url)
+        if t is None:
+            t = make_target(url, self.credentials, light=True)
             t.open()
-            self._target = t
-        return self._target
+            self._targets[url] = t
+        return t
 
     def query(self, sql: str, name: str | None = None, settings: dict[str, str] | None = None,
               query_id: str | None = None) -> Sample | None:
         """Run ``sql``; one request event whatever happens. Returns the sample (timings,
         rows, bytes) or None when it failed — the failure is Locust's to count."""
         qid = query_id or (f"{self.prefix}{os.getpid()}-{next(_IDS)}" if self.prefix else "")
+        url = self.urls[next(self._turn) % len(self.urls)]
         start = time.perf_counter()
         sample: Sample | None = None
         error: Exception | None = None
         try:
-            sample = self._connection().execute(sql, {**self.settings, **(settings or {})}, qid, self.timeout)
+            sample = self._connection(url).execute(sql, {**self.settings, **(settings or {})}, qid, self.timeout)
         except QueryError as e:
             error = e
         except (ServerLost, ChbenchError) as e:
             error = e
-            self.close()  # the next query connects again
+            self._drop(url)  # the next query to this host connects again
         elapsed_ms = (time.perf_counter() - start) * 1000.0
         self.request_event.fire(
             request_type=REQUEST_TYPE, name=name or query_name(sql),
             response_time=sample.client_ms if sample is not None and sample.client_ms is not None else elapsed_ms,
             response_length=(sample.result_bytes or 0) if sample is not None else 0,
-            exception=error, context={"query_id": qid, "url": self.url})
+            exception=error, context={"query_id": qid, "url": url})
         return sample
 
+    def _drop(self, url: str) -> None:
+        t = self._targets.pop(url, None)
+        if t is not None:
+            with contextlib.suppress(Exception):
+                t.close()
+
     def close(self) -> None:
-        if self._target is not None:
-            try:
-                self._target.close()
-            finally:
-                self._target = None
+        for url in list(self._targets):
+            self._drop(url)
 
 
 class ClickHouseUser(User):

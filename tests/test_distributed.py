@@ -202,7 +202,7 @@ class Analyst(ClickHouseUser):
 ''')
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     p = subprocess.run([sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "-u", "3", "-r", "3",
-                        "-t", "6s", "--host", modern.native_url, "--csv",
+                        "-t", "6s", "--host", f"clickhouse://127.0.0.1,localhost:{modern.tcp_port}", "--csv",
                         str(tmp_path / "run"), "--only-summary", "--exit-code-on-error", "0"],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr

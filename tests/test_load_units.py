@@ -134,3 +134,25 @@ def test_clickhouse_benchmark_flags_parse():
     args = parse(["load", "-r", "0", "--reconnect=7", "--randomize=1"])
     assert args is not None
     assert args.reconnect == 7 and args.randomize == 1
+
+
+def test_cluster_target_urls_split_into_hosts():
+    from chbench.errors import UsageError
+    from chbench.load.config import LoadConfig
+    from chbench.targets import Credentials
+    from chbench.targets.url import split_hosts
+
+    assert split_hosts("clickhouse://h1,h2:9001,h3:9000/db") == [
+        "clickhouse://h1:9000/db", "clickhouse://h2:9001/db", "clickhouse://h3:9000/db"]
+    assert split_hosts("http://a,b") == ["http://a", "http://b"]
+    assert split_hosts("embedded") == ["embedded"] and split_hosts("clickhouse://x:1") == ["clickhouse://x:1"]
+    with pytest.raises(UsageError):
+        split_hosts("clickhouse://a,,b:9000")
+    cfg = LoadConfig(targets=["a", "b", "c", "d"], credentials=Credentials(), queries=[], group_of=[0, 0, 0, 1])
+    assert cfg.members() == [[0, 1, 2], [3]] and cfg.comparison
+    assert LoadConfig(targets=["a", "b"], credentials=Credentials(), queries=[], roundrobin=True).members() == [[0, 1]]
+    # shares nest: worker 1 of 3 (of a master), then process 1 of 2 (of that worker)
+    base = LoadConfig(targets=["a"], credentials=Credentials(), queries=[], rate=600.0, concurrency=12)
+    node = base.share(1, 3, 12)
+    proc = node.share(1, 2, node.concurrency)
+    assert (node.rate, proc.rate) == (200.0, 100.0) and proc.phase == pytest.approx(1 / 600 + 1 / 200)

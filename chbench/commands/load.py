@@ -38,11 +38,15 @@ examples (clickhouse-benchmark's flags; reports on stderr, as it prints them):
   chbench load --port 9000 --port 9001 -c 2 -t 30 < queries.tsv      comparison mode, t-test + rank verdict
   chbench load --target http://localhost:8123 --queries mix.sql --rate 200 --poisson -t 60
   chbench load --port 9000 -c 16 --workers 2 -t 600 --max_threads=1
+  chbench load --target clickhouse://h1,h2,h3:9000 --queries mix.sql -c 12 -t 60     a cluster: per-host stats
+  chbench load --master --expect-workers 3 --target clickhouse://db:9000 --queries mix.sql --rate 3000 -t 600
+  chbench load --worker --master-host loadbox1                 on each worker machine (Locust's messaging)
 
 queries: stdin one per line (--queries-format tsv) or a ';'-separated script (script);
   --queries FILE with '-- name: N' and '-- weight: N' comments for a weighted mix
 {PASSWORD_HELP}
-exit codes: 0 ok, 1 a query failed (see --continue_on_errors), 2 bad input, 3 server lost,
+exit codes: 0 ok, 1 a query failed (see --continue_on_errors), 2 bad input, 3 server lost (or a
+            worker, with --stop-on-worker-loss),
             130 interrupted (the report covers everything measured)
 """
 _SETTING_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -102,6 +106,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--poisson", action="store_true", help="with --rate: Poisson arrivals instead of fixed spacing")
     o.add_argument("--latency-limit", "--latency_limit", dest="latency_limit", type=positive_float, metavar="MS",
                    help="count requests slower than MS")
+    o.add_argument("--metrics-port", metavar="[HOST:]PORT",
+                   help="serve live counters and latency histograms for Prometheus at /metrics (loopback unless "
+                        "HOST is given, e.g. 0.0.0.0:9101; docs/load.md)")
+    o.add_argument("--metrics-hold", type=non_negative_float, default=0.0, metavar="S",
+                   help="keep serving the final values S seconds after the run (a last scrape)")
+    o.add_argument("--workers", type=positive_int, default=1,
+                   help="spread connections over N processes (histograms merged exactly)")
+    o.add_argument("--json", metavar="FILE", help="clickhouse-benchmark's JSON report (keyed by host when comparing)")
+    o.add_argument("--out", metavar="FILE", help="chbench results file (every level, histograms, timeline)")
+    o.add_argument("--quiet", action="store_true", help="no intermediate reports or live view")
+    _add_capacity_and_machines(p)
+    add_connection(p, short=True)
+
+
+def _add_capacity_and_machines(p: argparse.ArgumentParser) -> None:
     s = p.add_argument_group("capacity under an SLO (docs/load.md)")
     s.add_argument("--slo", action="append", default=[], metavar="SLO",
                    help="'p99<=200ms', 'p50<=20ms', 'errors<=0.1%%' (repeatable): find the highest open-loop rate "
@@ -111,13 +130,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="highest rate tried (default 10000)")
     s.add_argument("--step-duration", type=positive_float, default=10.0, metavar="S",
                    help="seconds per step; an undecided step runs again (default 10)")
-    o.add_argument("--metrics-port", metavar="[HOST:]PORT",
-                   help="serve live counters and latency histograms for Prometheus at /metrics (loopback unless "
-                        "HOST is given, e.g. 0.0.0.0:9101; docs/load.md)")
-    o.add_argument("--metrics-hold", type=non_negative_float, default=0.0, metavar="S",
-                   help="keep serving the final values S seconds after the run (a last scrape)")
-    o.add_argument("--workers", type=positive_int, default=1,
-                   help="spread connections over N processes (histograms merged exactly)")
     d = p.add_argument_group("several machines, over Locust (pip install 'chbench[distributed]'; docs/load.md)")
     d.add_argument("--master", action="store_true",
                    help="hold the workload and send each --worker its share; one report, merged exactly")
@@ -138,10 +150,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="--worker: the master to serve (default 127.0.0.1)")
     d.add_argument("--master-port", type=positive_int, metavar="PORT",
                    help=f"--worker: the master's port (default {DEFAULT_MASTER_PORT})")
-    o.add_argument("--json", metavar="FILE", help="clickhouse-benchmark's JSON report (keyed by host when comparing)")
-    o.add_argument("--out", metavar="FILE", help="chbench results file (every level, histograms, timeline)")
-    o.add_argument("--quiet", action="store_true", help="no intermediate reports or live view")
-    add_connection(p, short=True)
 
 
 def settings_from(rest: list[str], parser: argparse.ArgumentParser) -> dict[str, str]:

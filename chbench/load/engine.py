@@ -325,6 +325,23 @@ def _per_worker(source: Source, by_worker: dict[int, Stats]) -> list[dict[str, A
             {"worker": w, **names[w], **Stats().to_json()} for w in sorted({*names, *by_worker})]
 
 
+class _Tally:
+    """A level's totals, per (host, query) and per worker, as parts arrive."""
+
+    def __init__(self, metrics: Observer | None) -> None:
+        self.totals: dict[Key, Stats] = {}
+        self.by_worker: dict[int, Stats] = {}
+        self.metrics = metrics
+
+    def add(self, worker: int, part: dict[Key, Stats]) -> None:
+        merge_into(self.totals, part)
+        mine = self.by_worker.setdefault(worker, Stats())
+        for st in part.values():
+            mine.merge(st)
+        if self.metrics is not None:
+            self.metrics.add(worker, part)
+
+
 def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
               checkpoint: Callable[[LevelResult], None] | None = None, metrics: Observer | None = None,
               sources: SourceFactory = local_source) -> LevelResult:
@@ -332,17 +349,8 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
     source = sources(cfg, settings, level)
     source.setup()
     workers = len(source.names())
-    by_worker: dict[int, Stats] = {}
-
-    def add(worker: int, part: dict[Key, Stats]) -> None:
-        merge_into(totals, part)
-        mine = by_worker.setdefault(worker, Stats())
-        for st in part.values():
-            mine.merge(st)
-        if metrics is not None:
-            metrics.add(worker, part)
-
-    totals: dict[Key, Stats] = {}
+    tally = _Tally(metrics)
+    totals, by_worker, add = tally.totals, tally.by_worker, tally.add
     interval: dict[Key, Stats] = {}
     timeline: list[dict[str, Any]] = []
     period = cfg.delay if cfg.delay > 0 else 1.0
