@@ -65,3 +65,24 @@ def test_every_command_is_listed_once_and_thin():
                                                                           "transfer_args"}
     assert modules | {"clickbench"} == set(COMMANDS)
     assert {p.stem for p in (PACKAGE / "commands" / "clickbench").glob("*.py")} - {"__init__"} == set(SUBCOMMANDS)
+
+
+def test_locust_is_imported_only_where_gevent_is_meant_to_be():
+    """Importing locust monkey-patches a process with gevent: only the master/worker code
+    paths (imported by those processes alone) and the Locust user module may import it,
+    and no test module (it would patch the pytest process)."""
+    allowed = {"distributed/__init__.py", "distributed/master.py", "distributed/worker.py", "locust.py"}
+    importers = set()
+    for path, tree in _modules():
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            if any(n == "locust" or n.startswith("locust.") for n in names):
+                importers.add(path)
+    assert importers <= allowed, importers - allowed
+    for test in Path(__file__).parent.glob("test_*.py"):
+        tree = ast.parse(test.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                assert not any(m.split(".")[0] == "locust" or m == "chbench.locust" for m in mods), test.name

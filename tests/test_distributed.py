@@ -4,6 +4,7 @@ server; every count checked against what the server logged in ``system.query_log
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -17,7 +18,10 @@ import pytest
 from tests.conftest import REPO, Result, assert_one_line_error, load, run_cli
 from tests.engines import ModernServer, free_port, http_post
 
-pytest.importorskip("locust", reason="the distributed extra: pip install 'chbench[distributed]'")
+# never import locust here: it would monkey-patch this pytest process with gevent (and
+# break tests that run after these); the processes under test import it
+if importlib.util.find_spec("locust") is None:
+    pytest.skip("the distributed extra: pip install 'chbench[distributed]'", allow_module_level=True)
 
 
 def logged(server: ModernServer, prefix: str) -> int:
@@ -249,3 +253,32 @@ def test_capacity_search_and_live_metrics_on_the_master(modern: ModernServer, tm
     by_worker = {m.group(1): float(m.group(2)) for m in
                  re.finditer(r'^chbench_queries_total\{[^}]*worker="(\d+)"[^}]*\} ([0-9.e+]+)$', last, re.M)}
     assert set(by_worker) == {"0", "1"} and sum(by_worker.values()) == total
+
+
+def test_late_workers_are_refused_or_added(modern: ModernServer, tmp_path: Path) -> None:
+    """A sweep -C 2 with one expected worker; a second worker connects during level 1:
+    by default it is refused (it exits 2), with --late-workers add it runs in level 2."""
+    for policy in ("refuse", "add"):
+        out_dir = tmp_path / policy
+        out_dir.mkdir()
+        c = Cluster(modern, out_dir, 1, "-q", "SELECT 1", "-C", "2", "-t", "4", "--late-workers", policy)
+        assert c.workers[0].stderr is not None
+        for line in c.workers[0].stderr:  # the first worker says when it takes level 1
+            if line.startswith("chbench worker: level 1:"):
+                break
+        time.sleep(0.5)
+        env = {k: v for k, v in os.environ.items() if k != "CLICKHOUSE_PASSWORD"}
+        late = subprocess.Popen([sys.executable, "-m", "chbench", "load", "--worker", "--master-host",
+                                 f"127.0.0.1:{c.port}"], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        r = c.wait()
+        _, late_err = late.communicate(timeout=60)
+        assert r.code == 0, r.stderr
+        levels = load(c.out)["levels"]
+        assert [lv["workers"] for lv in levels] == ([1, 1] if policy == "refuse" else [1, 2]), r.stderr
+        if policy == "refuse":
+            assert late.returncode == 2 and "refused by the master" in late_err
+            assert "after the run started: refused" in r.stderr
+        else:
+            assert late.returncode == 0 and "takes a share from the next level" in r.stderr
+        assert sum(lv["total"]["queries"] for lv in levels) == logged(modern, c.prefix)

@@ -156,3 +156,16 @@ def test_cluster_target_urls_split_into_hosts():
     node = base.share(1, 3, 12)
     proc = node.share(1, 2, node.concurrency)
     assert (node.rate, proc.rate) == (200.0, 100.0) and proc.phase == pytest.approx(1 / 600 + 1 / 200)
+
+
+def test_no_worker_gets_a_share_of_zero_iterations():
+    """-i 1 --workers 2: one process (a share of 0 iterations would mean 'no limit')."""
+    from chbench.load.config import LoadConfig
+    from chbench.load.engine import LocalSource, ProcessSource, local_source
+    from chbench.targets import Credentials
+
+    cfg = LoadConfig(targets=["clickhouse://127.0.0.1:1"], credentials=Credentials(), queries=[], iterations=1,
+                     workers=2, concurrency=2)
+    assert isinstance(local_source(cfg, [{}], 2), LocalSource)
+    cfg.iterations = 5
+    assert isinstance(local_source(cfg, [{}], 2), ProcessSource)

@@ -70,13 +70,16 @@ class Coordinator:
         self.jobs = 0
         self.running = False  # a level has started: a worker that connects now is late
         self.refused: set[str] = set()
+        self.known: set[str] = set()
         self.t0 = time.monotonic()
 
     def _inbound(self, environment: Any, msg: Any, **kw: Any) -> None:
         self.inbox.put((msg.type, msg.node_id, msg.data or {}))
 
     def _connected(self, client_id: str, **kw: Any) -> None:
-        if not self.running:
+        first = client_id not in self.known  # Locust workers say "ready" again after a reconnect
+        self.known.add(client_id)
+        if not self.running or not first:
             return
         if self.late == "refuse":
             self.refused.add(client_id)
@@ -136,7 +139,7 @@ class MasterSource:
         if not nodes:
             raise ConnectError("no worker is connected to the master")
         self.coord, self.cfg, self.settings, self.level = coord, cfg, settings, level
-        self.nodes = nodes[:max(1, min(len(nodes), level))]
+        self.nodes = nodes[:max(1, min(len(nodes), level, cfg.iterations or level))]  # none with 0 iterations
         self.job = 0
         self.statuses: dict[int, dict[str, Any]] = {}
         self.done: set[int] = set()

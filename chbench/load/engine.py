@@ -313,7 +313,7 @@ class Observer(Protocol):
 
 def local_source(cfg: LoadConfig, settings: list[dict[str, str]], level: int) -> Source:
     """``level`` connections as threads of this process, or over ``--workers`` processes."""
-    workers = max(1, min(cfg.workers, level))
+    workers = max(1, min(cfg.workers, level, cfg.iterations or level))  # -i 1: no worker with 0 (no limit)
     if workers == 1:
         return LocalSource(cfg.share(0, 1, level), settings)
     return ProcessSource(cfg, settings, workers, level)
