@@ -163,9 +163,10 @@ def test_no_worker_gets_a_share_of_zero_iterations():
     from chbench.load.config import LoadConfig
     from chbench.load.engine import LocalSource, ProcessSource, local_source
     from chbench.targets import Credentials
+    from chbench.workload import Query
 
-    cfg = LoadConfig(targets=["clickhouse://127.0.0.1:1"], credentials=Credentials(), queries=[], iterations=1,
-                     workers=2, concurrency=2)
+    cfg = LoadConfig(targets=["clickhouse://127.0.0.1:1"], credentials=Credentials(),
+                     queries=[Query("q", "SELECT 1")], iterations=1, workers=2, concurrency=2)
     assert isinstance(local_source(cfg, [{}], 2), LocalSource)
     cfg.iterations = 5
     assert isinstance(local_source(cfg, [{}], 2), ProcessSource)
