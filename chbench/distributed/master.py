@@ -237,6 +237,8 @@ class MasterSource:
                 self.statuses[i] = data.get("status") or {}
                 if kind == DONE:
                     self.done.add(i)
+                    if self.statuses[i].get("stopped_early"):
+                        self._lose(i, self.statuses[i]["stopped_early"])
             if time.monotonic() >= end:
                 break
         self._check_lost()
@@ -249,17 +251,20 @@ class MasterSource:
                 continue
             why = self._gone(node) or (f"nothing shipped for {SILENT_S:g} s" if now - self.last_seen[i] > SILENT_S
                                        else None)
-            if why is None:
-                continue
-            at = now - self.t0
-            self.lost[i] = (at, why)
-            self.done.add(i)
-            self.coord.say(f"worker {node} lost at {at:.1f} s into the level ({why}); what it shipped before stays "
-                           + ("counted; --stop-on-worker-loss stops the run" if self.coord.stop_on_loss
-                              else "counted; the run goes on"))
-            if self.coord.stop_on_loss and self.fatal is None:
-                self.fatal = f"worker {node} lost at {at:.1f} s into the level ({why})"
-                self.stop()
+            if why is not None:
+                self._lose(i, why)
+
+    def _lose(self, i: int, why: str) -> None:
+        node = self.nodes[i]
+        at = time.monotonic() - self.t0
+        self.lost[i] = (at, why)
+        self.done.add(i)
+        self.coord.say(f"worker {node} lost at {at:.1f} s into the level ({why}); what it shipped before stays "
+                       + ("counted; --stop-on-worker-loss stops the run" if self.coord.stop_on_loss
+                          else "counted; the run goes on"))
+        if self.coord.stop_on_loss and self.fatal is None:
+            self.fatal = f"worker {node} lost at {at:.1f} s into the level ({why})"
+            self.stop()
 
     def stop(self) -> None:
         for i, node in enumerate(self.nodes):

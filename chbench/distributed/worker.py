@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import sys
 from typing import Any, TextIO
 
@@ -22,6 +23,7 @@ class Relay:
         self.proc: Any = None
         self.job = 0
         self.exit_code = EXIT_OK
+        self.leaving = False
         for kind, handler in ((JOB, self.on_job), (GO, self.on_go), (STOP, self.on_stop), (ABORT, self.on_abort),
                               (REFUSE, self.on_refuse)):
             runner.register_message(kind, handler)
@@ -78,6 +80,8 @@ class Relay:
                 self.send(STATS, **m)
             elif kind == "done":
                 finished = True
+                if self.leaving:  # Ctrl-C here: the master reports it as a worker that stopped early
+                    m["status"]["stopped_early"] = "interrupted on the worker"
                 self.send(DONE, **m)
                 self.say(f"level {job} done: {m['status'].get('started', 0)} queries started")
         code = proc.wait()
@@ -111,6 +115,7 @@ class Relay:
         """Tell the master we go (Locust's quit message), then stop the runner."""
         from locust.rpc import Message
 
+        self.leaving = True
         self.close()
         with contextlib.suppress(Exception):  # leaving anyway
             self.runner.client.send(Message("quit", None, self.runner.client_id))
@@ -124,6 +129,8 @@ class Relay:
 
 def run_worker(master: tuple[str, int], password: str | None, processes: int, err: TextIO) -> int:
     """Serve the master until it quits (0), refuses us (2) or Ctrl-C (130)."""
+    import gevent
+    import gevent.event
     from locust.env import Environment
     from locust.runners import CONNECT_RETRY_COUNT, CONNECT_TIMEOUT
 
@@ -138,9 +145,12 @@ def run_worker(master: tuple[str, int], password: str | None, processes: int, er
         raise ConnectError(f"no master answered at {host}:{port} within {waited} s") from None
     relay = Relay(runner, password, processes, err)
     relay.say(f"connected as {runner.client_id}")
-    try:
-        runner.greenlet.join()
-    except KeyboardInterrupt:
+    ctrl_c = gevent.event.Event()
+    gevent.signal_handler(signal.SIGINT, ctrl_c.set)  # gevent's own: no traceback printed by its hub
+    served = gevent.spawn(runner.greenlet.join)
+    gevent.wait([served, ctrl_c], count=1)
+    if ctrl_c.is_set():
+        relay.say("interrupted: the engine stops, the master is told")
         relay.leave()
         return EXIT_INTERRUPTED
     relay.close()
