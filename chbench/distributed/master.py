@@ -16,6 +16,7 @@ from chbench.distributed.protocol import (
     DONE,
     FAILED,
     GO,
+    HELLO,
     JOB,
     READY,
     REFUSE,
@@ -66,18 +67,19 @@ class Coordinator:
         self.inbox: Any = Queue()
         for kind in (READY, FAILED, STATS, DONE):
             self.runner.register_message(kind, self._inbound)
-        self.env.events.worker_connect.add_listener(self._connected)
+        self.runner.register_message(HELLO, self._hello)
         self.jobs = 0
         self.running = False  # a level has started: a worker that connects now is late
         self.refused: set[str] = set()
-        self.known: set[str] = set()
+        self.known: set[str] = set()  # workers that said hello: their handlers are there
         self.t0 = time.monotonic()
 
     def _inbound(self, environment: Any, msg: Any, **kw: Any) -> None:
         self.inbox.put((msg.type, msg.node_id, msg.data or {}))
 
-    def _connected(self, client_id: str, **kw: Any) -> None:
-        first = client_id not in self.known  # Locust workers say "ready" again after a reconnect
+    def _hello(self, environment: Any, msg: Any, **kw: Any) -> None:
+        client_id = msg.node_id
+        first = client_id not in self.known
         self.known.add(client_id)
         if not self.running or not first:
             return
@@ -97,8 +99,9 @@ class Coordinator:
         self.err.flush()
 
     def ready(self) -> list[str]:
-        """Connected workers not refused, in the order they first connected."""
-        ids = [c.id for c in self.runner.clients.ready if c.id not in self.refused]
+        """Connected workers that said hello and were not refused, in the order they
+        first connected."""
+        ids = [c.id for c in self.runner.clients.ready if c.id in self.known and c.id not in self.refused]
         return sorted(ids, key=self.runner.get_worker_index)
 
     def wait_for_workers(self) -> None:

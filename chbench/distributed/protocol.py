@@ -16,6 +16,9 @@ DEFAULT_PORT = 5557  # Locust's own master port
 # message types (Locust custom messages); each carries "job", the level it belongs to
 JOB, GO, STOP, ABORT, REFUSE = "chbench_job", "chbench_go", "chbench_stop", "chbench_abort", "chbench_refuse"
 READY, FAILED, STATS, DONE = "chbench_ready", "chbench_failed", "chbench_stats", "chbench_done"
+# a worker's first message, once its handlers are registered: only then is it given work
+# (Locust's own "client_ready" comes before, while the worker runner is still being built)
+HELLO = "chbench_hello"
 SHIP_S = 0.2  # how often a worker ships its stats to the master (the engine's own tick)
 
 

@@ -11,7 +11,7 @@ import signal
 import sys
 from typing import Any, TextIO
 
-from chbench.distributed.protocol import ABORT, DONE, FAILED, GO, JOB, READY, REFUSE, STATS, STOP
+from chbench.distributed.protocol import ABORT, DONE, FAILED, GO, HELLO, JOB, READY, REFUSE, STATS, STOP
 from chbench.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConnectError
 
 
@@ -145,6 +145,7 @@ def run_worker(master: tuple[str, int], password: str | None, processes: int, er
         raise ConnectError(f"no master answered at {host}:{port} within {waited} s") from None
     relay = Relay(runner, password, processes, err)
     relay.say(f"connected as {runner.client_id}")
+    runner.send_message(HELLO, {"processes": processes})
     ctrl_c = gevent.event.Event()
     gevent.signal_handler(signal.SIGINT, ctrl_c.set)  # gevent's own: no traceback printed by its hub
     served = gevent.spawn(runner.greenlet.join)
