@@ -164,6 +164,7 @@ def test_worker_flags_are_checked() -> None:
     assert_one_line_error(run_cli("load", "--master", "--workers", "2", "-q", "SELECT 1", "--target",
                                   "clickhouse://127.0.0.1:1"))
     assert_one_line_error(run_cli("load", "--master", "-q", "SELECT 1"))  # the embedded engine: one process
+    assert_one_line_error(run_cli("load", "--worker", "--master-host", "nonexistent.invalid:5557"))
 
 
 def test_locust_user_in_a_real_headless_run(modern: ModernServer, tmp_path: Path) -> None:

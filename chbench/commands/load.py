@@ -294,6 +294,12 @@ def _worker(args: argparse.Namespace) -> int:
     from chbench.distributed.worker import run_worker
 
     host, port = parse_hostport(args.master_host, args.master_port or DEFAULT_MASTER_PORT, "--master-host")
+    import socket
+
+    try:
+        socket.getaddrinfo(host or "127.0.0.1", port)
+    except OSError as e:
+        raise UsageError(f"--master-host {host}: {e.strerror or e}") from None
     return run_worker((host or "127.0.0.1", port), credentials(args).password, args.workers, sys.stderr)
 
 

@@ -8,6 +8,7 @@ sources (``load/engine.py``), so every level, a ``-C`` sweep, a capacity search
 
 from __future__ import annotations
 
+import signal
 import time
 from typing import Any, TextIO
 
@@ -55,6 +56,7 @@ class Coordinator:
                  err: TextIO) -> None:
         from gevent.queue import Queue
         from locust.env import Environment
+        from locust.exception import RPCError
 
         self.bind = (bind[0] or "*", bind[1])
         self.expect, self.max_wait, self.late, self.stop_on_loss = expect, max_wait, late, stop_on_loss
@@ -62,8 +64,9 @@ class Coordinator:
         self.env = Environment(user_classes=[])
         try:
             self.runner: Any = self.env.create_master_runner(*self.bind)
-        except SystemExit:  # Locust logs "port busy" and exits
-            raise UsageError(f"--master-bind {self.bind[0]}:{self.bind[1]}: the port is in use") from None
+        except (SystemExit, RPCError) as e:  # Locust exits on a busy port, or raises
+            raise UsageError(f"--master-bind {self.bind[0]}:{self.bind[1]}: cannot listen there "
+                             f"({getattr(e, 'args', [''])[0] or 'the port is in use'})") from None
         self.inbox: Any = Queue()
         for kind in (READY, FAILED, STATS, DONE):
             self.runner.register_message(kind, self._inbound)
@@ -106,15 +109,23 @@ class Coordinator:
 
     def wait_for_workers(self) -> None:
         import gevent
+        import gevent.event
 
         deadline = time.monotonic() + self.max_wait
         where = f"{self.bind[0]}:{self.bind[1]}"
         self.say(f"master at {where}: waiting for {self.expect} worker{'s' if self.expect > 1 else ''}")
-        while len(self.ready()) < self.expect:
-            if self.max_wait and time.monotonic() >= deadline:
-                raise ConnectError(f"{len(self.ready())} of {self.expect} workers connected to the master at {where} "
-                                   f"within {self.max_wait:g} s (--expect-workers-max-wait)")
-            gevent.sleep(0.1)
+        ctrl_c = gevent.event.Event()
+        handler = gevent.signal_handler(signal.SIGINT, ctrl_c.set)  # no traceback from gevent's hub
+        try:
+            while len(self.ready()) < self.expect:
+                if ctrl_c.is_set():
+                    raise KeyboardInterrupt
+                if self.max_wait and time.monotonic() >= deadline:
+                    raise ConnectError(f"{len(self.ready())} of {self.expect} workers connected to the master at "
+                                       f"{where} within {self.max_wait:g} s (--expect-workers-max-wait)")
+                gevent.sleep(0.1)
+        finally:
+            handler.cancel()
         self.say(f"{len(self.ready())} worker{'s' if len(self.ready()) > 1 else ''} connected: "
                  + ", ".join(self.ready()))
         self.t0 = time.monotonic()
