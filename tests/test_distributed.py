@@ -283,3 +283,12 @@ def test_late_workers_are_refused_or_added(modern: ModernServer, tmp_path: Path)
         else:
             assert late.returncode == 0 and "takes a share from the next level" in r.stderr
         assert sum(lv["total"]["queries"] for lv in levels) == logged(modern, c.prefix)
+
+
+def test_a_worker_sends_writes_only_if_its_own_command_line_allows(modern: ModernServer, tmp_path: Path) -> None:
+    c = Cluster(modern, tmp_path, 1, "-q", "SELECT 1", "-t", "1", "--allow-writes")
+    r = c.wait()
+    assert r.code == 2 and "Traceback" not in r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("chbench: error:")]
+    assert len(errors) == 1 and "read-only" in errors[0], r.stderr
+    assert logged(modern, c.prefix) == 0

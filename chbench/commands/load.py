@@ -300,7 +300,8 @@ def _worker(args: argparse.Namespace) -> int:
         socket.getaddrinfo(host or "127.0.0.1", port)
     except OSError as e:
         raise UsageError(f"--master-host {host}: {e.strerror or e}") from None
-    return run_worker((host or "127.0.0.1", port), credentials(args).password, args.workers, sys.stderr)
+    return run_worker((host or "127.0.0.1", port), credentials(args).password, args.workers, sys.stderr,
+                      args.allow_writes)
 
 
 def _coordinator(args: argparse.Namespace) -> Coordinator:

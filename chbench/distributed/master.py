@@ -28,6 +28,7 @@ from chbench.distributed.protocol import (
 )
 from chbench.errors import ConnectError, UsageError
 from chbench.load.config import LoadConfig
+from chbench.load.engine import sum_statuses
 from chbench.load.recorder import Key, Stats
 
 SILENT_S = 5.0  # a running worker that ships nothing for this long is lost (it ships every 0.2 s)
@@ -286,16 +287,7 @@ class MasterSource:
                 self.coord.send(STOP, node, job=self.job)
 
     def status(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"started": 0, "late": 0, "elapsed": 0.0, "fatal": self.fatal, "failure": None}
-        for st in self.statuses.values():
-            out["started"] += st.get("started", 0)
-            out["late"] += st.get("late", 0)
-            out["elapsed"] = max(out["elapsed"], st.get("elapsed", 0.0))
-            if "due" in st:
-                out["due"] = out.get("due", 0) + st["due"]
-            out["fatal"] = out["fatal"] or st.get("fatal")
-            out["failure"] = out["failure"] or st.get("failure")
-        return out
+        return sum_statuses(self.statuses.values(), self.fatal)
 
     def live(self) -> dict[str, Any]:
         return self.status()

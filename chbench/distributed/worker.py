@@ -15,11 +15,22 @@ from chbench.distributed.protocol import ABORT, DONE, FAILED, GO, HELLO, JOB, RE
 from chbench.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConnectError
 
 
+def read_only(job: dict[str, Any]) -> bool:
+    """Whether every query of a job runs with readonly set (safe by default: a worker
+    sends writes only if its own command line allows them, whatever a master asks)."""
+    config = job["config"]
+    merged = [{**hs, **q.get("settings", {})} for hs in job["settings"] or [config["settings"]]
+              for q in config["queries"]]
+    return all(str(m.get("readonly", "0")) not in ("0", "") for m in merged)
+
+
 class Relay:
     """The engine subprocess of the current level and the messages both ways."""
 
-    def __init__(self, runner: Any, password: str | None, processes: int, err: TextIO) -> None:
+    def __init__(self, runner: Any, password: str | None, processes: int, err: TextIO,
+                 allow_writes: bool = False) -> None:
         self.runner, self.password, self.processes, self.err = runner, password, processes, err
+        self.allow_writes = allow_writes
         self.proc: Any = None
         self.job = 0
         self.exit_code = EXIT_OK
@@ -51,6 +62,11 @@ class Relay:
         self.on_abort(environment, msg)  # a job replaces whatever is left of the last one
         data = msg.data
         self.job = data["job"]
+        if not self.allow_writes and not read_only(data):
+            self.say("refused a job that lifts readonly (start this worker with --allow-writes to take it)")
+            self.send(FAILED, message="this worker is read-only: the job lifts readonly (the worker takes it only "
+                                      "with --allow-writes)")
+            return
         config = {**data["config"], "workers": self.processes}
         c = config
         self.say(f"level {self.job}: worker {data['index'] + 1} of {data['of']}, {c['concurrency']} connection"
@@ -127,7 +143,8 @@ class Relay:
             self.proc.wait()
 
 
-def run_worker(master: tuple[str, int], password: str | None, processes: int, err: TextIO) -> int:
+def run_worker(master: tuple[str, int], password: str | None, processes: int, err: TextIO,
+               allow_writes: bool = False) -> int:
     """Serve the master until it quits (0), refuses us (2) or Ctrl-C (130)."""
     import gevent
     import gevent.event
@@ -143,7 +160,7 @@ def run_worker(master: tuple[str, int], password: str | None, processes: int, er
     except ConnectionError:
         waited = CONNECT_TIMEOUT * CONNECT_RETRY_COUNT
         raise ConnectError(f"no master answered at {host}:{port} within {waited} s") from None
-    relay = Relay(runner, password, processes, err)
+    relay = Relay(runner, password, processes, err, allow_writes)
     relay.say(f"connected as {runner.client_id}")
     runner.send_message(HELLO, {"processes": processes})
     ctrl_c = gevent.event.Event()

@@ -10,7 +10,7 @@ import multiprocessing as mp
 import queue as queue_mod
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Protocol
@@ -157,6 +157,21 @@ class LocalSource:
         return {0: {"name": "local"}}
 
 
+def sum_statuses(statuses: Iterable[dict[str, Any]], fatal: str | None = None) -> dict[str, Any]:
+    """Several cores' (or workers') status as one: counts add up, the time is the
+    longest, the first fatal error or failure wins."""
+    out: dict[str, Any] = {"started": 0, "late": 0, "elapsed": 0.0, "fatal": fatal, "failure": None}
+    for st in statuses:
+        out["started"] += st.get("started", 0)
+        out["late"] += st.get("late", 0)
+        out["elapsed"] = max(out["elapsed"], st.get("elapsed", 0.0))
+        if "due" in st:
+            out["due"] = out.get("due", 0) + st["due"]
+        out["fatal"] = out["fatal"] or st.get("fatal")
+        out["failure"] = out["failure"] or st.get("failure")
+    return out
+
+
 class ProcessSource:
     """Lanes in worker processes (spawned: each its own interpreter and GIL)."""
 
@@ -227,16 +242,7 @@ class ProcessSource:
         return self.status()
 
     def status(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"started": 0, "late": 0, "elapsed": 0.0, "fatal": None, "failure": None}
-        for st in self.statuses.values():
-            out["started"] += st.get("started", 0)
-            out["late"] += st.get("late", 0)
-            out["elapsed"] = max(out["elapsed"], st.get("elapsed", 0.0))
-            if "due" in st:
-                out["due"] = out.get("due", 0) + st["due"]
-            out["fatal"] = out["fatal"] or st.get("fatal")
-            out["failure"] = out["failure"] or st.get("failure")
-        return out
+        return sum_statuses(self.statuses.values())
 
     def drain(self) -> list[tuple[int, dict[Key, Stats]]]:
         """Anything sent while closing."""
