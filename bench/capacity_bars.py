@@ -4,6 +4,7 @@
     python bench/capacity_bars.py                     # both (~5 min)
     python bench/capacity_bars.py --only metrics      # ~70 s
     python bench/capacity_bars.py --reps 1
+    python bench/capacity_bars.py --only capacity --master 2   # the searches through --master + 2 workers
 
 Metrics: ``SELECT 1`` closed loop at full speed (-c 4 --workers 2, 3 rounds of 20 s) with
 ``--metrics-port``; the endpoint is scraped every 200 ms by this script, each scrape
@@ -57,11 +58,21 @@ def service_ms(server: ModernServer) -> float:
     return statistics.median(times)
 
 
-def search(server: ModernServer, out: Path) -> dict[str, Any]:
-    p = subprocess.run([sys.executable, "-m", "chbench", "load", "--target", server.native_url, "-q", QUERY,
+def search(server: ModernServer, out: Path, workers: int = 0) -> dict[str, Any]:
+    """One capacity search; ``workers``: through ``--master`` and that many ``--worker``s."""
+    from tests.engines import free_port
+
+    port = free_port()
+    master = ["--master", "--expect-workers", str(workers), "--master-bind", f"127.0.0.1:{port}"] if workers else []
+    procs = [subprocess.Popen([sys.executable, "-m", "chbench", "load", "--worker", "--master-host",
+                               f"127.0.0.1:{port}"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for _ in range(workers)]
+    p = subprocess.run([sys.executable, "-m", "chbench", "load", *master, "--target", server.native_url, "-q", QUERY,
                         "-c", "16", f"--max_concurrent_queries_for_user={SLOTS}", "--slo", "p99<=200ms",
                         "--slo", "errors<=1%", "--rate-min", "20", "--rate-max", "640", "--step-duration", "3",
                         "--out", str(out)], capture_output=True, text=True, cwd=REPO)
+    for w in procs:
+        w.wait(timeout=60)
     if p.returncode:
         raise SystemExit(p.stderr)
     return {"last_line": p.stdout.strip().splitlines()[-1], **json.loads(out.read_text())["capacity"]}
@@ -111,6 +122,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--only", default="metrics,capacity")
+    ap.add_argument("--master", type=int, default=0, metavar="N",
+                    help="capacity searches through --master with N local --workers (issue 16: 'with --master')")
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
     res: dict[str, Any] = {"slots": SLOTS, "query": QUERY, "repetitions": []}
@@ -121,7 +134,7 @@ def main() -> None:
             ms = service_ms(server)
             known = SLOTS / (ms / 1000.0)
             t0 = time.monotonic()
-            cap = search(server, Path(tmp) / f"cap-{rep}.json")
+            cap = search(server, Path(tmp) / f"cap-{rep}.json", args.master)
             row = {"service_ms": round(ms, 3), "known_qps": round(known, 2), "capacity_qps": cap["rate"],
                    "ci": cap["ci"], "broken_at": cap["broken_at"], "ratio": cap["rate"] / known if cap["rate"] else 0,
                    "steps": len(cap["steps"]), "seconds": round(time.monotonic() - t0, 1),
@@ -134,6 +147,9 @@ def main() -> None:
     res["bar_met"] = all(r["bar_met"] for r in res["repetitions"]) and res.get("metrics", {}).get("bar_met", True)
     name = "capacity_bars.json" if set(args.only.split(",")) >= {"metrics", "capacity"} else \
         f"capacity_bars-{args.only.replace(',', '-')}.json"  # a part alone never overwrites the whole
+    if args.master:
+        name = name.replace(".json", f"-master{args.master}.json")
+        res["master_workers"] = args.master
     (OUT / name).write_text(json.dumps(res, indent=1))
     print("bar met:", res["bar_met"])
 
