@@ -292,3 +292,27 @@ def test_a_worker_sends_writes_only_if_its_own_command_line_allows(modern: Moder
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("chbench: error:")]
     assert len(errors) == 1 and "read-only" in errors[0], r.stderr
     assert logged(modern, c.prefix) == 0
+
+
+def test_a_stalled_worker_is_reported_by_name_and_time(modern: ModernServer, tmp_path: Path) -> None:
+    """SIGSTOP on a worker: its heartbeats and shipments stop; the master names it lost
+    within seconds and the run goes on with the other one."""
+    c = Cluster(modern, tmp_path, 2, "-q", "SELECT 1", "--rate", "40", "-t", "12", "-c", "2")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (c.out.exists() and load(c.out)["levels"]):
+        time.sleep(0.2)
+    stalled = c.workers[0]
+    stalled.send_signal(signal.SIGSTOP)
+    try:
+        time.sleep(7)
+    finally:
+        stalled.send_signal(signal.SIGCONT)
+    r = c.wait()
+    assert r.code == 0, r.stderr
+    lv = load(c.out)["levels"][-1]
+    lost = [w for w in lv["per_worker"] if "lost_at_s" in w]
+    assert len(lost) == 1 and 4 < lost[0]["lost_at_s"] < 12, lv["per_worker"]
+    assert f"worker {lost[0]['name']} lost at" in r.stderr
+    other = next(w for w in lv["per_worker"] if "lost_at_s" not in w)
+    assert other["queries"] >= 220  # 20 QPS for 12 s: it went on
+    assert lv["total"]["queries"] <= logged(modern, c.prefix)  # never more than the server saw
