@@ -282,6 +282,8 @@ def run(args: argparse.Namespace) -> int:
 def _worker(args: argparse.Namespace) -> int:
     """--worker: serve a master; the workload, targets and rates come from it, the
     password from here (never over the wire)."""
+    import socket
+
     from chbench.commands.connection import credentials
     from chbench.distributed import require_locust
 
@@ -294,8 +296,6 @@ def _worker(args: argparse.Namespace) -> int:
     from chbench.distributed.worker import run_worker
 
     host, port = parse_hostport(args.master_host, args.master_port or DEFAULT_MASTER_PORT, "--master-host")
-    import socket
-
     try:
         socket.getaddrinfo(host or "127.0.0.1", port)
     except OSError as e:

@@ -326,9 +326,10 @@ def local_source(cfg: LoadConfig, settings: list[dict[str, str]], level: int) ->
 
 
 def _per_worker(source: Source, by_worker: dict[int, Stats]) -> list[dict[str, Any]]:
+    """Each worker's name (and loss) with its totals; one that measured nothing has zeros."""
     names = source.names()
-    return [{"worker": w, **names.get(w, {}), **by_worker[w].to_json()} if w in by_worker else
-            {"worker": w, **names[w], **Stats().to_json()} for w in sorted({*names, *by_worker})]
+    return [{"worker": w, **names.get(w, {}), **by_worker.get(w, Stats()).to_json()}
+            for w in sorted({*names, *by_worker})]
 
 
 class _Tally:
