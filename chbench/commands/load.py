@@ -17,6 +17,7 @@ from chbench.commands.args import (
     positive_float,
     positive_int,
 )
+from chbench.distributed import DEFAULT_PORT as DEFAULT_MASTER_PORT
 from chbench.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER_LOST, UsageError
 
 if TYPE_CHECKING:
@@ -50,7 +51,6 @@ exit codes: 0 ok, 1 a query failed (see --continue_on_errors), 2 bad input, 3 se
             130 interrupted (the report covers everything measured)
 """
 _SETTING_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-DEFAULT_MASTER_PORT = 5557  # Locust's (distributed/protocol.py)
 SLO_LANES = 64  # connections of a capacity search when -c is not given: rates, not lanes, should limit
 
 

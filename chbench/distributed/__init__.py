@@ -15,6 +15,8 @@ JSON lines on its stdin and stdout), and the gevent processes only pass messages
   worker.py       the Locust worker runner and the engine subprocess it relays
   engine_host.py  the engine subprocess (no gevent)"""
 
+DEFAULT_PORT = 5557  # Locust's own master port (--master-bind, --master-host)
+
 
 def require_locust() -> None:
     """Import locust first thing in a master or worker process (it monkey-patches the

@@ -12,7 +12,6 @@ from chbench.load.recorder import Key, Stats
 from chbench.targets import Credentials
 from chbench.workload import Query
 
-DEFAULT_PORT = 5557  # Locust's own master port
 # message types (Locust custom messages); each carries "job", the level it belongs to
 JOB, GO, STOP, ABORT, REFUSE = "chbench_job", "chbench_go", "chbench_stop", "chbench_abort", "chbench_refuse"
 READY, FAILED, STATS, DONE = "chbench_ready", "chbench_failed", "chbench_stats", "chbench_done"

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from chbench.errors import UsageError
+from chbench.files import open_user_file
 from chbench.results.store import write_file_atomic
 
 FORMAT_VERSION = 1
@@ -97,15 +98,7 @@ class WorkloadWriter:
 
 
 def _open(path: str) -> IO[str]:
-    p = Path(path)
-    if not p.exists():
-        raise UsageError(f"workload file not found: {path}")
-    if p.is_dir():
-        raise UsageError(f"workload file is a directory: {path}")
-    try:
-        return open(p, encoding="utf-8")
-    except OSError as e:
-        raise UsageError(f"cannot read workload file {path}: {e.strerror}") from None
+    return open_user_file(path, "workload file")
 
 
 def read_header(path: str) -> Header:
