@@ -42,6 +42,11 @@ class Plan:
     interleave: bool = True
     server_metrics: bool = False
     calibration: bool = True
+    probes: bool = True  # machine-state probes between rounds (chbench/machine/)
+    # separate runs: rounds measured while other processes use more than this share of
+    # all CPUs are set aside and measured again, within quiet_wait seconds (runner.py)
+    quiet_threshold: float = 0.10
+    quiet_wait: float = 60.0
     sessions: int = 1  # measured sessions in one file (fresh connections, a pause between)
     session_gap: float = 5.0  # seconds between sessions
     max_threads: int | None = None
@@ -65,4 +70,6 @@ class Plan:
                 "min_runs": self.min_runs, "target_precision": self.target_precision,
                 "max_time_per_query": self.max_time_per_query, "timeout": self.timeout,
                 "keep_format": self.keep_format, "allow_writes": self.allow_writes, "interleave": self.interleave,
-                "server_metrics": self.server_metrics, "sessions": self.sessions, "session_gap": self.session_gap}
+                "server_metrics": self.server_metrics, "sessions": self.sessions, "session_gap": self.session_gap,
+                "probes": self.probes, "calibration": self.calibration, "quiet_threshold": self.quiet_threshold,
+                "quiet_wait": self.quiet_wait}

@@ -86,3 +86,21 @@ def test_locust_is_imported_only_where_gevent_is_meant_to_be():
             if isinstance(node, ast.Import | ast.ImportFrom):
                 mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 assert not any(m.split(".")[0] == "locust" or m == "chbench.locust" for m in mods), test.name
+
+
+def test_verdicts_travel_in_types():
+    """The comparison's rows are ``stats/verdict.py``'s dataclasses: no module of the
+    package writes a verdict into a dict (``["verdict"] = …``), and ``stats/`` does not
+    reach up into ``compare/`` (which builds documents from files)."""
+    bad = []
+    for path, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign | ast.AugAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) \
+                            and t.slice.value == "verdict":
+                        bad.append(f"{path}:{node.lineno}")
+        if path.startswith("stats/"):
+            bad += [f"{path} imports {m}" for m in _imported(tree) if m.startswith("chbench.compare")]
+    assert bad == []

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from chbench.compare import Comparison, Side
+from chbench.compare.document import ComparisonDoc
+from chbench.compare.findings import findings
 from chbench.export import EXPORTERS, get_exporter
 from chbench.export.console import ConsoleExporter
 from chbench.export.sections import Cell, Chart, Charts, Column, Details, Heading, Report, Section, Table, Text
@@ -51,11 +53,12 @@ def _comparison_report() -> Report:
          "slower": SideData(times=[60.0 + (i % 3) * 0.1 for i in range(20)]),
          "new": SideData(times=[5.0] * 5)}
     names = ["steady", "slower", "gone", "new"]
-    doc = compare_queries(names, a, b, Options())
-    doc.update(a_label="before.json (A: embedded)", b_label="after.json (A: embedded)", files=["before.json",
-               "after.json"], metric="client_ms", notes=["a note for the reader"])
+    doc = ComparisonDoc(compare_queries(names, a, b, Options()), a_label="before.json (A: embedded)",
+                        b_label="after.json (A: embedded)", files=["before.json", "after.json"], metric="client_ms",
+                        notes=["a note for the reader"])
+    doc.findings = findings(doc, separate=True)
     section = comparison_section(Comparison(doc, Side("A", a), Side("B", b)), charts=False)
-    return Report("", [section], ["before.json", "after.json"], data=doc)
+    return Report("", [section], ["before.json", "after.json"], data=doc.to_json())
 
 
 def _render(name: str, report: Report) -> str:

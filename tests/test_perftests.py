@@ -146,16 +146,15 @@ def test_unreadable_files_become_groups_with_their_error_and_others_still_load()
 def test_clickhouse_rule_on_known_cases():
     rng = np.random.default_rng(7)
     base = list(rng.normal(100, 1, 9))
-    same = decide(SideData(times=base), SideData(times=list(rng.normal(100, 1, 9))), "q", None)
-    assert same["verdict"] == "no change" and same["changed_threshold"] == 0.1 and same["unstable_threshold"] == 0.2
-    slower = decide(SideData(times=base), SideData(times=list(rng.normal(130, 1, 9))), "q", None)
-    assert slower["verdict"] == "slower" and slower["diff"] == pytest.approx(0.3, abs=0.02)
+    verdict, _, same = decide(SideData(times=base), SideData(times=list(rng.normal(100, 1, 9))), "q", None)
+    assert verdict == "no change" and same.changed_threshold == 0.1 and same.unstable_threshold == 0.2
+    verdict, _, slower = decide(SideData(times=base), SideData(times=list(rng.normal(130, 1, 9))), "q", None)
+    assert verdict == "slower" and slower.diff == pytest.approx(0.3, abs=0.02)
     # a test's own threshold above 10% raises the bar: 30% is not enough for 0.35
-    assert decide(SideData(times=base), SideData(times=list(rng.normal(130, 1, 9))), "q", 0.35)["verdict"] \
-        == "no change"
+    assert decide(SideData(times=base), SideData(times=list(rng.normal(130, 1, 9))), "q", 0.35)[0] == "no change"
     wild = [100.0, 300.0, 50.0, 400.0, 90.0, 250.0, 60.0]
-    noisy = decide(SideData(times=wild), SideData(times=list(reversed(wild))), "q", None)
-    assert noisy["verdict"] == "unstable" and noisy["stat_threshold"] > 0.2
+    verdict, _, noisy = decide(SideData(times=wild), SideData(times=list(reversed(wild))), "q", None)
+    assert verdict == "unstable" and noisy.stat_threshold > 0.2
     assert stat_threshold(base, base, 1) == stat_threshold(base, base, 1)  # fixed seed: same answer
 
 

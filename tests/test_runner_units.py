@@ -92,7 +92,7 @@ def test_a_failing_setup_fails_its_side_only(tmp_path):
     doc = open_results(str(out))
     assert isinstance(doc, RunDocument) and doc.targets[1].extra["setup_error"]["error"]["code"] == 62
     cmp = build_comparison([str(out)])
-    assert cmp.doc["queries"][0]["verdict"] == "fails on B only"
+    assert cmp.doc.queries[0].verdict == "fails on B only"
 
 
 @pytest.mark.parametrize("stop,status,code", [(KeyboardInterrupt, "interrupted", EXIT_INTERRUPTED),
@@ -136,10 +136,104 @@ def test_comparison_of_two_scripted_runs(tmp_path):
         rng = random.Random(seed)
         target = FakeTarget(lambda call: 100.0 * factor * (1 + 0.02 * rng.gauss(0, 1)))
         out = tmp_path / f"{factor}-{seed}.json"
-        run_plan(_plan((target, _workload("q1", "q2", "q3"), {}), iterations=20), str(out), Progress())
+        # scripted times owe nothing to the machine: no probes, whose reading of whatever else
+        # the machine does would make one run "busier" and rightly qualify its verdicts
+        run_plan(_plan((target, _workload("q1", "q2", "q3"), {}), iterations=20, probes=False), str(out),
+                 Progress())
         return str(out)
 
     base, same, slower = runs(1.0, 1), runs(1.0, 2), runs(1.2, 3)
-    verdicts = {r["verdict"] for r in build_comparison([base, slower]).doc["queries"]}
+    verdicts = {r.verdict for r in build_comparison([base, slower]).doc.queries}
     assert verdicts == {"slower"}
-    assert all(r["verdict"] in ("no change", "unstable") for r in build_comparison([base, same]).doc["queries"])
+    assert all(r.verdict in ("no change", "unstable") for r in build_comparison([base, same]).doc.queries)
+
+
+# -- issue 24: paired adaptive stopping, probes that do not disturb, rounds set aside ------------
+def test_side_by_side_stops_on_the_paired_interval():
+    """Each round's noise is shared by A and B (the machine's drift): each side alone is
+    far from ±2%, their per-round ratio is exact — the run stops at the minimum."""
+    rng = random.Random(2)
+    noise = [1 + 0.3 * rng.random() for _ in range(1000)]
+    calls = itertools.count()
+    target = FakeTarget(lambda call: 100.0 * noise[next(calls) // 2])
+    outcome = run_plan(_plan((target, _workload("q"), {}), (target, _workload("q"), {"max_threads": "1"}),
+                             iterations=None, max_time_per_query=5.0, probes=False), None, Progress())
+    q = outcome.doc.queries[0]
+    # the first 95% signed-rank interval needs 6 pairs (with 5, even T = 0 has p = 1/32)
+    assert len(q.measured("A")) == len(q.measured("B")) == 6
+
+
+def _probe_log(monkeypatch: pytest.MonkeyPatch, target: FakeTarget, busy: list[float]) -> None:
+    """Machine readings every round, logged among the target's calls; ``busy``: the
+    share of the CPUs other processes use in each successive reading."""
+    from chbench.machine import recorder as rec
+    from chbench.runner import runner
+
+    monkeypatch.setattr(runner, "PROBES_EVERY_S", 0.0)
+    readings = iter(busy)
+
+    def read(self: object, round_no: int, session: int = 0) -> None:
+        share = next(readings, 0.0)
+        target.calls.append(Call("probe", f"after round {round_no}"))
+        self.into["client"].append({"round": round_no, "session": session, "others_cores": 2 * share,  # type: ignore[attr-defined]
+                                    "cpus": 2})
+
+    monkeypatch.setattr(rec.MachineRecorder, "read", read)
+
+
+def test_probes_only_between_rounds_each_followed_by_a_wake_up(monkeypatch):
+    target = FakeTarget(lambda call: 1.0)
+    _probe_log(monkeypatch, target, [])
+    plan = _plan((target, _workload("q1", "q2", "q3"), {}), (target, _workload("q1", "q2", "q3"), {"x": "1"}))
+    run_plan(plan, None, Progress())
+    kinds = ["probe" if c.what == "probe" else "wake" if "FORMAT Null" in c.sql and "SELECT 1" in c.sql
+             else "query" for c in target.calls if c.what in ("execute", "probe")]
+    text = "".join(k[0] for k in kinds)
+    # every round is 3 queries x 2 sides, uninterrupted; a probe and a wake-up between rounds
+    assert text == "pw".join(["q" * 6] * 4) + "p"
+
+
+def test_probes_are_read_at_most_every_few_seconds():
+    from chbench.runner import runner
+
+    assert runner.PROBES_EVERY_S >= 2.0
+    target = FakeTarget(lambda call: 1.0)
+    outcome = run_plan(_plan((target, _workload("q1"), {}), iterations=50), None, Progress())
+    assert len(outcome.doc.machine["client"]) == 1  # a run this short: one reading, at its end
+    none = run_plan(_plan((target, _workload("q1"), {}), iterations=5, probes=False), None, Progress())
+    assert "client" not in none.doc.machine
+
+
+def test_busy_rounds_are_set_aside_and_measured_again(monkeypatch, tmp_path):
+    target = FakeTarget(lambda call: 5.0)
+    _probe_log(monkeypatch, target, [0.4, 0.3, 0.0, 0.0, 0.0, 0.0])
+    out = tmp_path / "r.json"
+    outcome = run_plan(_plan((target, _workload("q1", "q2"), {}), iterations=4), str(out), Progress())
+    q = outcome.doc.queries[0]
+    assert len(q.measured("A")) == 4 and sum(s.set_aside for s in q.samples) == 2
+    assert [s.round for s in q.samples if s.set_aside] == [0, 1]
+    record = outcome.doc.machine["set_aside"]
+    assert [r["from_round"] for r in record["rounds"]] == [0, 1] and not record["never_quiet"]
+    doc = open_results(str(out))
+    assert isinstance(doc, RunDocument) and sum(s.set_aside for s in doc.queries[0].samples) == 2
+    cmp = build_comparison([str(out), str(out)])
+    assert cmp.doc.summary.set_aside is not None and cmp.doc.summary.set_aside["rounds"] == 4
+    assert any("set aside" in f for f in cmp.doc.findings)
+    assert cmp.doc.queries[0].a is not None and cmp.doc.queries[0].a.runs == 4
+    from chbench.report.run import set_aside_lines
+
+    assert "2 rounds set aside" in set_aside_lines(doc)[0].text
+
+
+def test_a_machine_that_never_gets_quiet_is_measured_as_it_is(monkeypatch):
+    target = FakeTarget(lambda call: 5.0)
+    _probe_log(monkeypatch, target, [0.5] * 1_000_000)
+    outcome = run_plan(_plan((target, _workload("q1"), {}), iterations=4, quiet_wait=0.05), None, Progress())
+    record = outcome.doc.machine["set_aside"]
+    assert record["never_quiet"] and record["spent_s"] >= 0.05  # wall time since the first round set aside
+    assert len(outcome.doc.queries[0].measured("A")) == 4
+    # side by side nothing is set aside: the pairs share the busy machine
+    target2 = FakeTarget(lambda call: 5.0)
+    _probe_log(monkeypatch, target2, [0.5] * 100)
+    sbs = run_plan(_plan((target2, _workload("q1"), {}), (target2, _workload("q1"), {"x": "1"})), None, Progress())
+    assert "set_aside" not in sbs.doc.machine

@@ -6,6 +6,11 @@ from chbench.stats.compare import Options, SideData, benjamini_hochberg, compare
 from chbench.stats.summary import bimodal, drift, median_ci, relative_ci_halfwidth
 
 
+def compare_json(*args, **kwargs):
+    """The comparison as compare --format json prints it (the JSON contract)."""
+    return compare_queries(*args, **kwargs).to_json()
+
+
 def sides(rng, n_queries, shift, n=15, cv=0.03, base=100.0):
     a, b = {}, {}
     for i in range(n_queries):
@@ -22,7 +27,7 @@ def verdicts(doc):
 def test_ten_percent_shift_is_found_slower_with_interval():
     rng = np.random.default_rng(1)
     a, b = sides(rng, 10, 1.10)
-    doc = compare_queries(list(a), a, b, Options())
+    doc = compare_json(list(a), a, b, Options())
     assert verdicts(doc).count("slower") >= 9
     assert "faster" not in verdicts(doc)
     for q in doc["queries"]:
@@ -36,13 +41,13 @@ def test_ten_percent_shift_is_found_slower_with_interval():
 def test_faster_is_symmetric():
     rng = np.random.default_rng(2)
     a, b = sides(rng, 10, 0.88)
-    assert verdicts(compare_queries(list(a), a, b, Options())).count("faster") >= 9
+    assert verdicts(compare_json(list(a), a, b, Options())).count("faster") >= 9
 
 
 def test_small_real_shift_below_threshold_is_no_change():
     rng = np.random.default_rng(3)
     a, b = sides(rng, 10, 1.02, n=40, cv=0.01)
-    v = verdicts(compare_queries(list(a), a, b, Options()))
+    v = verdicts(compare_json(list(a), a, b, Options()))
     assert v.count("slower") == 0 and v.count("faster") == 0
 
 
@@ -53,7 +58,7 @@ def test_false_alarm_control_over_many_aa_comparisons():
     flagged = 0
     for _ in range(100):
         a, b = sides(rng, 10, 1.0, cv=0.08)
-        flagged += sum(v in ("slower", "faster") for v in verdicts(compare_queries(list(a), a, b, Options())))
+        flagged += sum(v in ("slower", "faster") for v in verdicts(compare_json(list(a), a, b, Options())))
     assert flagged <= 5  # of 1000 query comparisons
 
 
@@ -61,7 +66,7 @@ def test_noisy_query_is_unstable_not_slower():
     rng = np.random.default_rng(5)
     a = {"q": SideData(times=list(100 * rng.lognormal(0, 0.4, 8)))}
     b = {"q": SideData(times=list(104 * rng.lognormal(0, 0.4, 8)))}
-    q = compare_queries(["q"], a, b, Options())["queries"][0]
+    q = compare_json(["q"], a, b, Options())["queries"][0]
     assert q["verdict"] == "unstable"
     assert any("interval wider" in r for r in q["reasons"])
 
@@ -69,7 +74,7 @@ def test_noisy_query_is_unstable_not_slower():
 def test_too_few_runs_is_unstable_with_reason():
     a = {"q": SideData(times=[100.0, 101.0, 99.0])}
     b = {"q": SideData(times=[100.5, 100.0, 99.5])}
-    q = compare_queries(["q"], a, b, Options())["queries"][0]
+    q = compare_json(["q"], a, b, Options())["queries"][0]
     assert q["verdict"] == "unstable" and any("too few runs" in r for r in q["reasons"])
 
 
@@ -78,7 +83,7 @@ def test_only_in_and_failed_and_flags():
     failed = SideData(times=[], errors=3, error_sample="Code 47: Unknown identifier")
     a = {"common": ok, "a_only": ok, "breaks": ok}
     b = {"common": ok, "b_only": ok, "breaks": failed}
-    doc = compare_queries(["common", "a_only", "breaks", "b_only"], a, b, Options())
+    doc = compare_json(["common", "a_only", "breaks", "b_only"], a, b, Options())
     by = {q["name"]: q for q in doc["queries"]}
     assert by["a_only"]["verdict"] == "only in A"
     assert by["b_only"]["verdict"] == "only in B"
@@ -92,8 +97,8 @@ def test_summary_only_verdicts_are_weaker():
     a = {"q": SideData(summary={"min": 90, "median": 100, "p90": 110})}
     b_clear = {"q": SideData(summary={"min": 130, "median": 140, "p90": 150})}
     b_overlap = {"q": SideData(summary={"min": 95, "median": 108, "p90": 130})}
-    q1 = compare_queries(["q"], a, b_clear, Options())["queries"][0]
-    q2 = compare_queries(["q"], a, b_overlap, Options())["queries"][0]
+    q1 = compare_json(["q"], a, b_clear, Options())["queries"][0]
+    q2 = compare_json(["q"], a, b_overlap, Options())["queries"][0]
     assert q1["verdict"] == "slower" and "summary numbers only: weaker verdict" in q1["flags"]
     assert q2["verdict"] == "unstable"
 
@@ -131,8 +136,8 @@ def test_calibration_change_explains_a_common_shift_in_files_without_probes():
     m = machine_change(cal_a, cal_b)
     assert m is not None and m["material"] and 1.06 < m["calibration_ratio"] < 1.10
     a, b = sides(rng, 5, 1.08, n=30, cv=0.01)
-    plain = compare_queries(list(a), a, b, Options())
-    guarded = compare_queries(list(a), a, b, Options(), machine=m)
+    plain = compare_json(list(a), a, b, Options())
+    guarded = compare_json(list(a), a, b, Options(), machine=m)
     assert verdicts(plain).count("slower") == 5
     assert plain["summary"]["shift"]["finding"] == "slower"  # unexplained: a global finding
     assert verdicts(guarded) == ["no change"] * 5
@@ -146,8 +151,8 @@ def test_calibration_change_widens_intervals_when_no_common_shift_can_be_measure
     rng = np.random.default_rng(7)
     m = machine_change(list(20 * rng.lognormal(0, 0.01, 30)), list(20 * 1.08 * rng.lognormal(0, 0.01, 30)))
     a, b = sides(rng, 3, 1.08, n=30, cv=0.01)  # three queries: too few for a common shift
-    plain = compare_queries(list(a), a, b, Options())
-    guarded = compare_queries(list(a), a, b, Options(), machine=m)
+    plain = compare_json(list(a), a, b, Options())
+    guarded = compare_json(list(a), a, b, Options(), machine=m)
     assert guarded["summary"]["shift"] is None
     assert verdicts(plain).count("slower") == 3 and verdicts(guarded).count("slower") == 0
     assert guarded["queries"][0]["ci"][0] < plain["queries"][0]["ci"][0]

@@ -172,9 +172,16 @@ def add_statistics(p: argparse.ArgumentParser, verdict_only: bool = False) -> No
     g.add_argument("--method", choices=["chbench", "clickhouse"], default="chbench",
                    help="decision rule: chbench's (default) or ClickHouse CI's randomization test on medians "
                         "(docs/statistics.md)")
-    g.add_argument("--between-run-factor", type=float, default=0.7, metavar="F",
+    g.add_argument("--between-run-factor", type=float, default=0.8, metavar="F",
                    help="two separate runs: allow for each run shifting a query's median by F x its run-to-run "
-                        "spread (MAD); 0 turns it off (default 0.7)")
+                        "spread (MAD); 0 turns it off (default 0.8)")
+    g.add_argument("--no-round-factors", action="store_true",
+                   help="separate runs: keep each round's machine factor in the times (docs/statistics.md)")
+    g.add_argument("--unpaired", action="store_true",
+                   help="side by side: pool each side's runs instead of pairing them round by round")
+    g.add_argument("--verbose", action="store_true",
+                   help="print each query's full reasoning and flags (the console and Markdown tables give "
+                        "one short reason)")
 
 
 def add_format(p: argparse.ArgumentParser, choices: list[str], default: str = "console") -> None:
@@ -191,4 +198,5 @@ def compare_options(args: argparse.Namespace) -> Any:
 
     return CompareOptions(metric=args.metric, threshold=args.threshold, alpha=args.alpha,
                           correction=args.correction, between_run_factor=args.between_run_factor,
-                          method=args.method)
+                          method=args.method, paired=not getattr(args, "unpaired", False),
+                          round_factors=not getattr(args, "no_round_factors", False))

@@ -50,21 +50,21 @@ def run(args: argparse.Namespace) -> int:
 
     exporter = get_exporter(args.format)
     cmp = build_comparison(args.files, compare_options(args), vs=args.vs)
-    section = comparison_section(cmp, charts=args.format == "html")
-    section.title = f"chbench compare: {cmp.doc['a_label']} → {cmp.doc['b_label']}"
-    text = exporter.render(Report("", [section], args.files, data=cmp.doc))
+    section = comparison_section(cmp, charts=args.format == "html", verbose=args.verbose or None)
+    section.title = f"chbench compare: {cmp.doc.a_label} → {cmp.doc.b_label}"
+    text = exporter.render(Report("", [section], args.files, data=cmp.doc.to_json()))
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
-    summary = cmp.doc["summary"]
-    shift = summary.get("shift")
-    if shift and shift["explained_by_machine"] and shift["verdict"] != "no change" and args.format in ("json", "csv"):
-        say()(f"warning: {shift['why']}")  # the machine's drift, not a regression (the other formats show it)
-    verdicts = summary["verdicts"]
+    summary = cmp.doc.summary
+    shift = summary.shift
+    if shift and shift.explained_by_machine and shift.verdict != "no change" and args.format in ("json", "csv"):
+        say()(f"warning: {shift.why}")  # the machine's drift, not a regression (the other formats show it)
+    verdicts = summary.verdicts
     if args.fail_on == "never":
         return EXIT_OK
     failing = verdicts.get("slower", 0) + (verdicts.get("unstable", 0) if args.fail_on == "unstable" else 0)
     failing += verdicts.get("answer changed", 0) + verdicts.get("fails on B only", 0)
-    failing += 1 if shift and shift["finding"] == "slower" else 0  # all queries slower together: the engine's
+    failing += 1 if shift and shift.finding == "slower" else 0  # all queries slower together: the engine's
     return EXIT_FINDING if failing else EXIT_OK

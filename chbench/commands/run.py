@@ -82,6 +82,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--no-interleave", action="store_true", help="all runs of a query before the next one")
     r.add_argument("--server-metrics", action="store_true", help="fetch query_log metrics for every sample")
     r.add_argument("--no-calibration", action="store_true", help="skip the drift-guard calibration query")
+    r.add_argument("--no-probes", action="store_true",
+                   help="no machine-state probes and no calibration query between rounds (compare of separate "
+                        "runs then cannot tell a busier machine from a slower engine)")
+    r.add_argument("--quiet-wait", type=float, default=60.0, metavar="S",
+                   help="one target: rounds measured while other processes keep the machine busy are set aside "
+                        "and measured again, for at most S seconds after the first one (default 60; 0 keeps every "
+                        "round)")
+    r.add_argument("--quiet-threshold", type=percent, default=0.10, metavar="PCT",
+                   help="what counts as busy: other processes' CPU above this share of all CPUs (default 10%%)")
     r.add_argument("--sessions", type=positive_int, default=1, metavar="N",
                    help="N measured sessions in one file, each on fresh connections with a pause between: "
                         "compare then measures the between-run spread instead of guessing it (default 1)")
@@ -133,7 +142,9 @@ def build_plan(args: argparse.Namespace) -> Plan:
     return Plan(sides=sides, warmup=args.warmup, iterations=args.iterations, min_runs=args.min_runs,
                 target_precision=args.precision, max_time_per_query=args.max_time_per_query, timeout=args.timeout,
                 keep_format=args.keep_format, allow_writes=args.allow_writes, interleave=not args.no_interleave,
-                server_metrics=args.server_metrics, calibration=not args.no_calibration, max_threads=args.max_threads,
+                server_metrics=args.server_metrics, calibration=not (args.no_calibration or args.no_probes),
+                probes=not args.no_probes, max_threads=args.max_threads, quiet_wait=max(0.0, args.quiet_wait),
+                quiet_threshold=args.quiet_threshold,
                 sessions=args.sessions, session_gap=max(0.0, args.session_gap))
 
 

@@ -119,22 +119,22 @@ def _verdict(args: argparse.Namespace, out: str, outcome: RunOutcome) -> int:
         sys.stderr.write(f"chbench: error: {outcome.message} — results so far are in {out}\n")
         return outcome.exit_code
     cmp = build_comparison([out], compare_options(args))
-    section = comparison_section(cmp, charts=False)
-    section.title = f"chbench upgrade: {cmp.doc['a_label']} → {cmp.doc['b_label']}"
+    section = comparison_section(cmp, charts=False, verbose=args.verbose or None)
+    section.title = f"chbench upgrade: {cmp.doc.a_label} → {cmp.doc.b_label}"
     if not args.quiet:
-        sys.stdout.write(get_exporter("console").render(Report("", [section], [out], data=cmp.doc)))
+        sys.stdout.write(get_exporter("console").render(Report("", [section], [out], data=cmp.doc.to_json())))
     if args.html:
         html = comparison_section(cmp, charts=True)
         html.title = section.title
-        Path(args.html).write_text(get_exporter("html").render(Report("", [html], [out], data=cmp.doc)),
+        Path(args.html).write_text(get_exporter("html").render(Report("", [html], [out], data=cmp.doc.to_json())),
                                    encoding="utf-8")
-    verdicts = cmp.doc["summary"]["verdicts"]
+    verdicts = cmp.doc.summary.verdicts
     bad = {k: verdicts.get(k, 0) for k in ("answer changed", "fails on B only", "slower") if verdicts.get(k)}
-    shift = cmp.doc["summary"].get("shift")
-    if shift and shift.get("finding") == "slower":
+    shift = cmp.doc.summary.shift
+    if shift and shift.finding == "slower":
         bad["all slower together"] = 1
     where = f"results in {out}" + (f", report in {args.html}" if args.html else "")
-    data = cmp.doc.get("data_check")
+    data = cmp.doc.data_check
     if data is not None and not data["equal"]:
         bad["data differs"] = 1
     if bad:

@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from chbench.compare.checks import apply_checks
+from chbench.compare.document import ComparisonDoc
+from chbench.compare.findings import findings
 from chbench.compare.pertest import per_test, test_of_queries, thresholds_of
-from chbench.compare.sides import Side, Sides, merge_sides, sides_of
+from chbench.compare.sides import Side, Sides, merge_sides, sides_of, without_round_factors
 from chbench.errors import UsageError
 from chbench.results import open_results
-from chbench.stats.compare import Options, compare_queries, machine_change
+from chbench.stats.compare import BETWEEN_RUN_FACTOR, Options, compare_queries, machine_change
 from chbench.stats.machine import describe, difference, reference_change, summarize
 
 
@@ -21,7 +23,7 @@ from chbench.stats.machine import describe, difference, reference_change, summar
 class Comparison:
     """The comparison document, and both sides with their raw samples (for charts)."""
 
-    doc: dict[str, Any]
+    doc: ComparisonDoc
     a: Side
     b: Side
     checks: dict[str, Any] | None = None  # a side-by-side file's answer and plan checks (chbench upgrade)
@@ -33,8 +35,10 @@ class CompareOptions:
     threshold: float = 0.05
     alpha: float = 0.05
     correction: str = "holm"
-    between_run_factor: float = 0.7
+    between_run_factor: float = BETWEEN_RUN_FACTOR
     method: str = "chbench"  # or "clickhouse": ClickHouse CI's rule (stats/clickhouse.py)
+    paired: bool = True  # side by side: per-round ratios (stats/paired.py); --unpaired pools the runs
+    round_factors: bool = True  # separate runs: each round's machine factor taken out (stats/rounds.py)
 
 
 def _norm(sql: str | None) -> str:
@@ -153,6 +157,20 @@ def _between_run_note(a: Side, b_queries: dict[str, Any], factor: float) -> str:
             "spread (--between-run-factor); run with --sessions 3 (or give several files per side) to measure it")
 
 
+def set_aside_summary(a: Side, b: Side) -> dict[str, Any] | None:
+    """How many rounds each run set aside on a busy machine, and whether it ever got quiet."""
+    if not a.set_aside and not b.set_aside:
+        return None
+    out: dict[str, Any] = {"rounds": 0, "threshold": None, "never_quiet": False}
+    for label, side in (("a", a), ("b", b)):
+        n = sum(int(r["to_round"]) - int(r["from_round"]) + 1 for rec in side.set_aside for r in rec.get("rounds", []))
+        out[label] = {"rounds": n, "never_quiet": any(rec.get("never_quiet") for rec in side.set_aside)}
+        out["rounds"] += n
+        out["never_quiet"] = out["never_quiet"] or out[label]["never_quiet"]
+        out["threshold"] = out["threshold"] or next((rec.get("threshold") for rec in side.set_aside), None)
+    return out
+
+
 def build_comparison(files: list[str], opts: CompareOptions | None = None,
                      vs: list[str] | None = None) -> Comparison:
     """The comparison of one side-by-side file, two files, or ``files`` against ``vs``
@@ -168,32 +186,38 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
     test_of = test_of_queries(a, b, rename)
     thresholds = thresholds_of(test_of, [*b.tests, *a.tests])
     stats = Options(threshold=opts.threshold, alpha=opts.alpha, correction=opts.correction,
-                    query_thresholds=thresholds)
+                    query_thresholds=thresholds, paired=not separate and opts.paired)
+    factors: dict[str, Any] = {}
     if separate and all(f.format == "chbench" for f in loaded):
         stats.between_run = opts.between_run_factor
         notes.append(_between_run_note(a, b_queries, opts.between_run_factor))
-    doc = compare_queries(names, a.queries, b_queries, stats, machine)
-    shift = doc["summary"].get("shift")
-    if shift and shift["explained_by_machine"] and notes and notes[-1].startswith("one session per side"):
+        if opts.round_factors:
+            for label, side in (("a", a), ("b", b)):
+                found = without_round_factors(side)
+                if found is not None:
+                    factors[label] = found.to_json()
+    result = compare_queries(names, a.queries, b_queries, stats, machine)
+    if factors:
+        result.summary.round_factors = factors
+    if separate:
+        result.summary.set_aside = set_aside_summary(a, b)
+    shift = result.summary.shift
+    if shift and shift.explained_by_machine and notes and notes[-1].startswith("one session per side"):
         notes[-1] = ("one session per side: against the machine's shift, each query's between-run spread is the "
                      "queries' measured scatter around it")
-    doc["a_label"], doc["b_label"] = a.label, b.label
-    doc["files"] = files
-    if vs:
-        doc["vs"] = vs
-    doc["metric"] = opts.metric
-    doc["notes"] = notes + _notes(loaded, separate, machine)
-    doc["method"] = opts.method
+    doc = ComparisonDoc(result, a_label=a.label, b_label=b.label, files=files, vs=vs or None, metric=opts.metric,
+                        notes=notes + _notes(loaded, separate, machine), method=opts.method)
     if opts.method == "clickhouse":
         from chbench.stats.clickhouse import apply_clickhouse
 
-        apply_clickhouse(doc, a.queries, b_queries, thresholds)
-        if doc["summary"].get("shift"):
-            doc["notes"].append("decided by ClickHouse CI's rule: the common shift above is shown, not applied")
-            doc["summary"]["shift"]["finding"] = None
+        apply_clickhouse(result, a.queries, b_queries, thresholds)
+        if shift:
+            doc.notes.append("decided by ClickHouse CI's rule: the common shift above is shown, not applied")
+            shift.finding = None
     if test_of:
-        doc["tests"] = per_test(doc["queries"], test_of, a.tests or b.tests)
+        doc.tests = per_test(doc.queries, test_of, a.tests or b.tests)
     checks = loaded[0].checks if not separate and loaded[0].checks else None
     if checks:
         apply_checks(doc, checks)
+    doc.findings = findings(doc, separate)
     return Comparison(doc, a, b, checks)

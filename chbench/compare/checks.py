@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-ANSWER_CHANGED = "answer changed"
-FAILS_ON_B = "fails on B only"
+from chbench.compare.document import ComparisonDoc
+from chbench.stats.verdict import ANSWER_CHANGED, FAILS_ON_B
+
 FIRST = (ANSWER_CHANGED, FAILS_ON_B)  # listed before every other verdict
 
 
@@ -19,40 +20,37 @@ def _short(ans: dict[str, Any]) -> dict[str, Any]:
             "stable": ans.get("stable", True)}
 
 
-def apply_checks(doc: dict[str, Any], checks: dict[str, Any]) -> None:
+def apply_checks(doc: ComparisonDoc, checks: dict[str, Any]) -> None:
     """Answers, plan changes and changed setting defaults into the comparison document."""
     answers, plans = checks.get("answers") or {}, checks.get("plans") or {}
-    for row in doc["queries"]:
-        ans = answers.get(row["name"])
+    for row in doc.queries:
+        ans = answers.get(row.name)
         if ans is not None:
-            row["answers"] = {"a": _short(ans["a"]), "b": _short(ans["b"]), "equal": ans["equal"]}
+            row.answers = {"a": _short(ans["a"]), "b": _short(ans["b"]), "equal": ans["equal"]}
             if ans["equal"] is False:
-                row["speed_verdict"] = row["verdict"]
-                row["verdict"] = ANSWER_CHANGED
-                row["why"] = _answer_why(ans["a"], ans["b"])
+                row.speed_verdict = row.verdict
+                row.verdict = ANSWER_CHANGED
+                row.why = row.reason = _answer_why(ans["a"], ans["b"])
             elif ans["equal"] is None and "error" not in ans["a"] and "error" not in ans["b"]:
-                row["flags"].append("LIMIT without a total order: answers not compared"
-                                    if ans["a"].get("stable", True) and ans["b"].get("stable", True)
-                                    else "answer varies between runs on one version: not compared")
-        plan = plans.get(row["name"])
+                row.flags.append("LIMIT without a total order: answers not compared"
+                                 if ans["a"].get("stable", True) and ans["b"].get("stable", True)
+                                 else "answer varies between runs on one version: not compared")
+        plan = plans.get(row.name)
         if plan is not None:
-            row["plan_changed"] = plan["changed"]
-            row["pipeline_changed"] = plan.get("pipeline_changed")
+            row.plan_changed = bool(plan["changed"])
+            row.pipeline_changed = plan.get("pipeline_changed")
             if plan["changed"]:
-                row["flags"].append("plan changed")
-    doc["queries"].sort(key=lambda r: FIRST.index(r["verdict"]) if r["verdict"] in FIRST else len(FIRST))
-    counts: dict[str, int] = {}
-    for r in doc["queries"]:
-        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    doc["summary"]["verdicts"] = counts
-    doc["summary"]["answers_changed"] = counts.get(ANSWER_CHANGED, 0)
-    doc["summary"]["plans_changed"] = sum(1 for r in doc["queries"] if r.get("plan_changed"))
-    doc["settings_changed"] = (checks.get("settings") or {}).get("changed_defaults", [])
+                row.flags.append("plan changed")
+    doc.queries.sort(key=lambda r: FIRST.index(r.verdict) if r.verdict in FIRST else len(FIRST))
+    doc.result.recount()
+    doc.summary.answers_changed = doc.summary.verdicts.get(ANSWER_CHANGED, 0)
+    doc.summary.plans_changed = sum(1 for r in doc.queries if r.plan_changed)
+    doc.settings_changed = (checks.get("settings") or {}).get("changed_defaults", [])
     data = checks.get("data")
     if data is not None:
-        doc["data_check"] = data
+        doc.data_check = data
         if not data["equal"]:
-            doc.setdefault("notes", []).append(
+            doc.notes.append(
                 f"the two sides built different data ({data['sql']}: A {data['a']} vs B {data['b']}): answers "
                 "and timings compare different tables")
 

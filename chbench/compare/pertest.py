@@ -8,7 +8,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from chbench.compare.document import TestRow
 from chbench.compare.sides import Side
+from chbench.stats.verdict import QueryComparison, finite_ratio
 
 ORDER = ("slower", "faster", "unstable", "no change", "answer changed", "fails on B only", "failed", "skipped",
          "only in A", "only in B")
@@ -25,12 +27,11 @@ def thresholds_of(test_of: dict[str, str], tests: list[dict[str, Any]]) -> dict[
     return {n: by_test[t] for n, t in test_of.items() if t in by_test}
 
 
-def per_test(rows: list[dict[str, Any]], test_of: dict[str, str], tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def per_test(rows: list[QueryComparison], test_of: dict[str, str], tests: list[dict[str, Any]]) -> list[TestRow]:
     """One row per test, in run order (tests skipped or unreadable included)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, TestRow] = {}
     for t in tests:
-        out[t["name"]] = {"name": t["name"], "file": t.get("file"), "threshold": t.get("threshold"), "queries": 0,
-                          "verdicts": {}, "geomean": None}
+        out[t["name"]] = TestRow(t["name"], file=t.get("file"), threshold=t.get("threshold"))
         why = t.get("error") or t.get("skipped") or t.get("failed")
         if isinstance(why, dict):
             per_side = {sid: v if isinstance(v, str) else f"set-up failed: {v.get('element', '')}"
@@ -38,23 +39,22 @@ def per_test(rows: list[dict[str, Any]], test_of: dict[str, str], tests: list[di
             same = len(set(per_side.values())) == 1 and len(per_side) > 1
             why = next(iter(per_side.values())) if same else "; ".join(f"{k}: {v}" for k, v in per_side.items())
         if why:
-            out[t["name"]]["note"] = why
+            out[t["name"]].note = str(why)
     logs: dict[str, list[float]] = {}
     for r in rows:
-        name = test_of.get(r["name"])
+        name = test_of.get(r.name)
         if name is None:
             continue
-        row = out.setdefault(name, {"name": name, "file": None, "threshold": None, "queries": 0, "verdicts": {},
-                                    "geomean": None})
-        row["queries"] += 1
-        row["verdicts"][r["verdict"]] = row["verdicts"].get(r["verdict"], 0) + 1
-        ratio = r.get("ratio")
-        if r.get("p_value") is not None and ratio and math.isfinite(ratio) and ratio > 0:
+        row = out.setdefault(name, TestRow(name))
+        row.queries += 1
+        row.verdicts[r.verdict] = row.verdicts.get(r.verdict, 0) + 1
+        ratio = finite_ratio(r)
+        if r.tested and ratio is not None:
             logs.setdefault(name, []).append(math.log(ratio))
     for name, values in logs.items():
-        out[name]["geomean"] = math.exp(sum(values) / len(values))
+        out[name].geomean = math.exp(sum(values) / len(values))
     for row in out.values():
-        row["verdicts"] = {k: row["verdicts"][k] for k in sorted(row["verdicts"], key=_rank)}
+        row.verdicts = {k: row.verdicts[k] for k in sorted(row.verdicts, key=_rank)}
     return list(out.values())
 
 

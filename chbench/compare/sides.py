@@ -18,6 +18,7 @@ from chbench.results import (
 )
 from chbench.stats.compare import SideData
 from chbench.stats.histogram import Histogram
+from chbench.stats.rounds import RoundFactors, round_factors
 
 
 @dataclass
@@ -31,6 +32,8 @@ class Side:
     # performance tests: each query's test, and the tests as the run recorded them
     test_of: dict[str, str] = field(default_factory=dict)
     tests: list[dict[str, Any]] = field(default_factory=list)
+    # rounds the run set aside on a busy machine (--quiet-wait): the runner's record
+    set_aside: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -81,6 +84,7 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
                     missing += 1
                     continue
                 data.times.append(float(value))
+                data.keys.append((s.session or 0, s.round))
                 by_session.setdefault(s.session or 0, []).append(float(value))
                 if s.client_ms is not None:
                     data.client_times.append(float(s.client_ms))
@@ -95,6 +99,8 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
                     "server": (doc.machine.get("servers") or {}).get(sid) or [],
                     "reference": doc.machine.get("reference") or []}
         side.machine = {k: v for k, v in readings.items() if v}
+        if doc.machine.get("set_aside"):
+            side.set_aside = [doc.machine["set_aside"]]
     for c in doc.calibration:
         if c.target in sides:
             sides[c.target].calibration = [float(s.client_ms) for s in c.samples
@@ -109,9 +115,11 @@ def merge_sides(parts: list[Side], label: str) -> Side:
     """Several runs of one side (files of separate sessions) as one side: every sample
     kept, each file's sessions (a file without them: one session) kept apart."""
     side = Side(label=label, meta=parts[0].meta)
-    for part in parts:
+    for i, part in enumerate(parts):
         for name, d in part.queries.items():
             m = side.queries.setdefault(name, SideData(sql=d.sql))
+            if len(d.keys) == len(d.times):  # rounds of different files are different rounds
+                m.keys += [(i * FILE_SESSIONS + session, round_no) for session, round_no in d.keys]
             m.times += d.times
             m.client_times += d.client_times
             m.server_times += d.server_times
@@ -120,6 +128,7 @@ def merge_sides(parts: list[Side], label: str) -> Side:
             m.sessions += d.sessions or ([list(d.times)] if d.times else [])
             m.skipped = m.skipped or d.skipped
         side.calibration += part.calibration
+        side.set_aside += part.set_aside
         side.test_of.update(part.test_of)
         side.tests = side.tests or part.tests
         for k, readings in part.machine.items():
@@ -127,7 +136,32 @@ def merge_sides(parts: list[Side], label: str) -> Side:
     for d in side.queries.values():
         if len(d.sessions) < 2:
             d.sessions = []
+        if len(d.keys) != len(d.times):
+            d.keys = []
     return side
+
+
+FILE_SESSIONS = 10_000  # merged files: file i's sessions are numbered from i × this
+
+
+def without_round_factors(side: Side) -> RoundFactors | None:
+    """A separate run's times with each round's machine factor taken out
+    (``stats/rounds.py``), the times as measured kept in ``raw_times``; None (the side
+    as it was) when its rounds hold too few queries."""
+    keyed = {name: d.keyed() for name, d in side.queries.items() if d.keyed()}
+    done = round_factors(keyed)
+    if done is None:
+        return None
+    adjusted, factors = done
+    for name, times in adjusted.items():
+        d = side.queries[name]
+        d.raw_times, d.times, d.round_spread = d.times, times, factors.spread
+        if d.sessions:
+            by_session: dict[int, list[float]] = {}
+            for (session, _), t in zip(d.keys, times, strict=True):
+                by_session.setdefault(session, []).append(t)
+            d.sessions = [by_session[k] for k in sorted(by_session)]
+    return factors
 
 
 def _load_sides(path: str, doc: LoadDocument, metric: str) -> list[Side]:

@@ -92,9 +92,9 @@ def comparison(hosts: list[HostView], confidence: int) -> list[dict[str, Any]]:
             alpha = 1.0 - CONFIDENCE_LEVELS[confidence] / 100.0
             doc = compare_queries(["all queries"], {"all queries": a}, {"all queries": b},
                                   Options(min_runs=5, alpha=alpha))
-            r = doc["queries"][0]
-            row["rank"] = {"verdict": r["verdict"], "ratio": r["ratio"], "ci": r["ci"], "p_value": r["p_value"],
-                           "alpha": alpha, "reasons": r.get("reasons") or []}
+            r = doc.queries[0]
+            row["rank"] = {"verdict": r.verdict, "ratio": r.ratio, "ci": list(r.ci) if r.ci else None,
+                           "p_value": r.p_value, "alpha": alpha, "reasons": list(r.reasons)}
         else:
             row["rank"] = None
         out.append(row)

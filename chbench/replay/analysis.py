@@ -89,6 +89,6 @@ def compare(hashes: list[dict[str, Any]], columns: dict[str, dict[str, Any]], op
     names = [h["hash"] for h in hashes if h["hash"] in data[0] or h["hash"] in data[1]]
     result = compare_queries(names, data[0], data[1], opts)
     by_name = {h["hash"]: h["name"] for h in hashes}
-    for row in result["queries"]:
-        row["label"] = by_name.get(row["name"], "")
-    return result
+    for row in result.queries:
+        row.label = by_name.get(row.name, "")
+    return result.to_json()  # kept in the replay's results file as JSON

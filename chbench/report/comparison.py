@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from chbench.compare import Comparison
+from chbench.compare.document import ComparisonDoc
 from chbench.export.numbers import change, interval
 from chbench.export.sections import Cell, Charts, Column, Details, Heading, Section, Table, Text
 from chbench.report.charts import chart, key
+from chbench.stats.verdict import CommonShift, QueryComparison
 
 COLUMNS = [
     Column("query", align="left", key="name"),
@@ -23,45 +25,52 @@ COLUMNS = [
 ]
 
 
-def notes_of(row: dict[str, Any]) -> str:
-    """Why the verdict (its evidence), then the flags."""
-    why = [row["why"]] if row.get("why") else list(row.get("reasons") or [])
-    return "; ".join(why + list(row.get("flags") or []))
+def notes_of(row: QueryComparison, full: bool = True) -> str:
+    """Why the verdict, then the flags: in full (the HTML report, ``--verbose``), or one
+    short reason (console and Markdown tables a person scans; the findings below the
+    table say the rest)."""
+    if not full:
+        return row.reason or "; ".join(row.reasons[:1] or row.flags[:1])
+    why = [row.why] if row.why else list(row.reasons)
+    return "; ".join(why + list(row.flags))
 
 
-def verdict_table(doc: dict[str, Any]) -> Table:
+def verdict_table(doc: ComparisonDoc, full: bool = True) -> Table:
     t = Table(COLUMNS)
-    for r in doc["queries"]:
-        a, b = r.get("a") or {}, r.get("b") or {}
-        ci = r.get("ci") or [None, None]
-        t.add(r["name"], Cell(r["verdict"], style=r["verdict"]), a.get("median"), b.get("median"), r.get("ratio"),
-              (ci[0], ci[1]), Cell(r.get("p_adjusted"), also=(r.get("p_value"),)), (a.get("runs"), b.get("runs")),
-              notes_of(r), key=("data-query", r["name"]))
+    for r in doc.queries:
+        a, b = r.a, r.b
+        ci = r.ci or (None, None)
+        t.add(r.name, Cell(r.verdict, style=r.verdict), a.median if a else None, b.median if b else None, r.ratio,
+              (ci[0], ci[1]), Cell(r.p_adjusted, also=(r.p_value,)), (a.runs if a else None, b.runs if b else None),
+              notes_of(r, full), key=("data-query", r.name))
     return t
 
 
-def summary(doc: dict[str, Any]) -> list[Text]:
-    s = doc["summary"]
-    verdicts = ", ".join(f"{n} {v}" for v, n in sorted(s["verdicts"].items(), key=lambda kv: -kv[1]))
+def summary(doc: ComparisonDoc, full: bool = True) -> list[Text]:
+    s = doc.summary
+    verdicts = ", ".join(f"{n} {v}" for v, n in sorted(s.verdicts.items(), key=lambda kv: -kv[1]))
     out = [Text(f"Verdicts: {verdicts}", "summary")]
-    g = s["geomean"]
-    if g["ratio"] is not None:
-        ci = f" (95% CI {interval(g['ci'])})" if g["ci"] else ""
-        out.append(Text(f"Geometric mean of ratios B/A: {change(g['ratio'])}{ci} over {g['queries']} queries",
-                        "summary", {"data-geomean": repr(g["ratio"])}))
-    t = s["total_median_ms"]
+    g = s.geomean
+    if g.ratio is not None:
+        ci = f" (95% CI {interval(g.ci)})" if g.ci else ""
+        out.append(Text(f"Geometric mean of ratios B/A: {change(g.ratio)}{ci} over {g.queries} queries",
+                        "summary", {"data-geomean": repr(g.ratio)}))
+    t = s.total_median_ms
     if t["ratio"] is not None:
         out.append(Text(f"TOTAL of medians: A {t['a']:.1f} ms, B {t['b']:.1f} ms ({change(t['ratio'])})", "summary"))
-    out += machine_lines(s.get("machine"), s.get("shift"))
-    out += [Text(f"Note: {note}", "summary") for note in doc.get("notes", [])]
-    if doc.get("method") == "clickhouse":
+    out += [Text(f"Finding: {f}", "summary", {"data-finding": str(i)}) for i, f in enumerate(doc.findings)]
+    if full:
+        out += machine_lines(s.machine, s.shift)
+    out += [Text(f"Note: {note}", "summary") for note in doc.notes]
+    if doc.method == "clickhouse":
         out.append(Text("Decided by ClickHouse CI's rule (--method clickhouse): randomization test on medians, "
                         "10,000 splits; changed when |diff| > max(10%, the test's threshold) and ≥ the 0.99 "
                         "quantile; unstable when that quantile > max(20%, threshold + 10%). The interval and p "
                         "shown are chbench's.", "summary", {"data-method": "clickhouse"}))
     else:
-        out.append(Text(f"Decided by chbench's rule: threshold ±{s['threshold']:.0%} (or a test's own, if larger), "
-                        f"alpha {s['alpha']} with {s['correction']} correction across queries.", "summary",
+        how = "paired rounds where both sides ran side by side, " if s.paired else ""
+        out.append(Text(f"Decided by chbench's rule: {how}threshold ±{s.threshold:.0%} (or a test's own, if "
+                        f"larger), alpha {s.alpha} with {s.correction} correction across queries.", "summary",
                         {"data-method": "chbench"}))
     return out
 
@@ -74,25 +83,24 @@ TEST_COLUMNS = [
 ]
 
 
-def test_table(doc: dict[str, Any]) -> Table | None:
+def test_table(doc: ComparisonDoc) -> Table | None:
     """Per performance test: its queries' verdicts and the geometric mean of their ratios."""
-    tests = doc.get("tests")
-    if not tests:
+    if not doc.tests:
         return None
     t = Table(TEST_COLUMNS, title="Per test")
-    for r in tests:
-        v = r["verdicts"]
+    for r in doc.tests:
+        v = r.verdicts
         failed = sum(n for k, n in v.items() if k in ("failed", "fails on B only"))
-        notes = [r["note"]] if r.get("note") else []
-        if r.get("threshold") is not None and r["threshold"] != 0.05:
-            notes.append(f"threshold {r['threshold']:.0%}")
-        t.add(r["name"], r["queries"], v.get("slower", 0), v.get("faster", 0), v.get("unstable", 0),
-              v.get("no change", 0), v.get("skipped", 0), failed, r.get("geomean"), "; ".join(notes),
-              key=("data-test", r["name"]))
+        notes = [r.note] if r.note else []
+        if r.threshold is not None and r.threshold != 0.05:
+            notes.append(f"threshold {r.threshold:.0%}")
+        t.add(r.name, r.queries, v.get("slower", 0), v.get("faster", 0), v.get("unstable", 0),
+              v.get("no change", 0), v.get("skipped", 0), failed, r.geomean, "; ".join(notes),
+              key=("data-test", r.name))
     return t
 
 
-def machine_lines(m: dict[str, Any] | None, shift: dict[str, Any] | None) -> list[Text]:
+def machine_lines(m: dict[str, Any] | None, shift: CommonShift | None) -> list[Text]:
     """What the machine did during each run, what was decided from it, and why."""
     out = []
     if m:
@@ -111,9 +119,8 @@ def machine_lines(m: dict[str, Any] | None, shift: dict[str, Any] | None) -> lis
                 cal += "material: intervals widened by it (no machine probes in these files)"
             out.append(Text(cal, "summary"))
     if shift is not None:
-        word = "Warning" if shift["explained_by_machine"] and shift["verdict"] != "no change" else "Common shift"
-        out.append(Text(f"{word}: {shift['why']}", "summary",
-                        {"data-shift": repr(shift["ratio"])}))
+        word = "Warning" if shift.explained_by_machine and shift.verdict != "no change" else "Common shift"
+        out.append(Text(f"{word}: {shift.why}", "summary", {"data-shift": repr(shift.ratio)}))
     return out
 
 
@@ -152,29 +159,32 @@ def machine_table(m: dict[str, Any] | None) -> Table | None:
 
 def per_query_charts(cmp: Comparison) -> list[Details]:
     out = []
-    for r in cmp.doc["queries"]:
-        a, b = cmp.a.queries.get(r["name"]), cmp.b.queries.get(r["name"])
+    for r in cmp.doc.queries:
+        a, b = cmp.a.queries.get(r.name), cmp.b.queries.get(r.name)
         ta, tb = (a.times if a else []), (b.times if b else [])
         if not (ta or tb):
             continue
-        k = key(r["name"])
+        k = key(r.name)
         charts = Charts([
             chart(f"dist-{k}", "distribution", [("A", ta), ("B", tb)]),
             chart(f"order-{k}", "run_order", [("A", ta, a.server_times if a else []),
                                               ("B", tb, b.server_times if b else [])]),
         ])
-        out.append(Details(f"{r['name']} — {r['verdict']} {change(r.get('ratio'))}", [charts], style=r["verdict"]))
+        out.append(Details(f"{r.name} — {r.verdict} {change(r.ratio)}", [charts], style=r.verdict))
     return out
 
 
-def comparison_section(cmp: Comparison, charts: bool = True) -> Section:
+def comparison_section(cmp: Comparison, charts: bool = True, verbose: bool | None = None) -> Section:
+    """The comparison: ``charts`` for the HTML report; ``verbose`` (default: with charts)
+    gives every query's full reasoning and the machine lines instead of short reasons."""
     doc = cmp.doc
-    blocks: list[Any] = [Text(f"A = {doc.get('a_label', 'A')}"), Text(f"B = {doc.get('b_label', 'B')}")]
+    full = charts if verbose is None else verbose
+    blocks: list[Any] = [Text(f"A = {doc.a_label}"), Text(f"B = {doc.b_label}")]
     tests = test_table(doc)
     if tests is not None:
         blocks.append(tests)
-    blocks += [verdict_table(doc), *summary(doc)]
-    probes = machine_table(doc["summary"].get("machine"))
+    blocks += [verdict_table(doc, full), *summary(doc, full)]
+    probes = machine_table(doc.summary.machine) if full else None
     if probes is not None:
         blocks.append(probes)
     if cmp.checks:
@@ -182,7 +192,7 @@ def comparison_section(cmp: Comparison, charts: bool = True) -> Section:
 
         blocks += upgrade_blocks(doc, cmp.checks, full=charts)
     if charts:
-        blocks.append(Charts([chart("forest", "forest", doc["queries"], doc["summary"]["threshold"])]))
+        blocks.append(Charts([chart("forest", "forest", doc.queries, doc.summary.threshold)]))
         details = per_query_charts(cmp)
         if details:
             blocks += [Heading("Per query: both distributions, and samples in run order"), *details]

@@ -19,6 +19,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from chbench.stats.verdict import QueryComparison  # noqa: E402
+
 matplotlib.rcParams.update({
     "svg.fonttype": "none", "font.size": 8, "axes.titlesize": 9, "axes.spines.top": False,
     "axes.spines.right": False, "figure.dpi": 100, "savefig.dpi": 100, "svg.hashsalt": "chbench",
@@ -78,23 +80,24 @@ def run_order(name: str, sides: list[tuple[str, list[float], list[float]]]) -> s
     return to_svg(fig, name)
 
 
-def forest(name: str, rows: list[dict[str, Any]], threshold: float) -> str:
+def forest(name: str, rows: list[QueryComparison], threshold: float) -> str:
     """Ratio B/A with its confidence interval per query, coloured by verdict."""
-    rows = [r for r in rows if r.get("ratio")]
+    rows = [r for r in rows if r.ratio]
     fig, ax = plt.subplots(figsize=(6.5, 0.6 + 0.22 * max(1, len(rows))))
     for i, r in enumerate(rows):
         y = len(rows) - 1 - i
-        color = VERDICT_COLORS.get(r["verdict"], "#333")
-        ci = r.get("ci") or [r["ratio"], r["ratio"]]
-        ax.plot(ci, [y, y], color=color, lw=1.6)
-        ax.plot([r["ratio"]], [y], "o", color=color, ms=4)
+        color = VERDICT_COLORS.get(r.verdict, "#333")
+        ratio = float(r.ratio or 1.0)
+        ci = r.ci or (ratio, ratio)
+        ax.plot(list(ci), [y, y], color=color, lw=1.6)
+        ax.plot([ratio], [y], "o", color=color, ms=4)
     ax.axvline(1.0, color="black", lw=0.8)
     ax.axvspan(1 / (1 + threshold), 1 + threshold, color="#ddd", alpha=0.6, lw=0)
     ax.set_xscale("log")
-    ax.set_yticks(range(len(rows)), [_short(r["name"], 38) for r in reversed(rows)])
+    ax.set_yticks(range(len(rows)), [_short(r.name, 38) for r in reversed(rows)])
     ax.set_xlabel("ratio B / A (log scale), bars: confidence interval; grey: ±threshold")
     handles = [plt.Line2D([], [], color=c, marker="o", lw=1.6, label=v) for v, c in VERDICT_COLORS.items()
-               if any(r["verdict"] == v for r in rows)]
+               if any(r.verdict == v for r in rows)]
     ax.legend(handles=handles, fontsize=6, frameon=False, loc="lower right")
     ax.set_title("ratios with confidence intervals")
     return to_svg(fig, name)

@@ -80,7 +80,7 @@ def run_table(doc: RunDocument) -> Table:
 def run_section(path: str, doc: RunDocument, charts: bool = True) -> Section:
     targets = "; ".join(f"{k} = {v}" for k, v in doc.side_labels().items())
     blocks: list[Any] = [Text(f"{path} — status {doc.status}; targets: {targets}"), *test_lines(doc),
-                         run_table(doc)]
+                         run_table(doc), *set_aside_lines(doc)]
     if charts:
         for q in doc.queries:
             sides = {sid: side_samples(q, sid) for sid in q.side_ids()}
@@ -116,3 +116,17 @@ def test_lines(doc: RunDocument) -> list[Text]:
                     for sid, x in v.items()))
         out.append(Text(line[:400]))
     return out
+
+
+def set_aside_lines(doc: RunDocument) -> list[Text]:
+    """Rounds measured on a busy machine and measured again (``--quiet-wait``)."""
+    rec = doc.machine.get("set_aside")
+    if not rec or not rec.get("rounds"):
+        return []
+    n = sum(int(r["to_round"]) - int(r["from_round"]) + 1 for r in rec["rounds"])
+    line = (f"{n} rounds set aside: other processes used more than {rec['threshold']:.0%} of the CPUs; their samples "
+            f"are kept in the file (set_aside) and were measured again ({rec['spent_s']:.0f} s of "
+            f"{rec['quiet_wait_s']:.0f} s)")
+    if rec.get("never_quiet"):
+        line += "; the machine never got quiet: the rest was measured as it was"
+    return [Text(line)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from chbench.compare.checks import differing_rows
+from chbench.compare.document import ComparisonDoc
 from chbench.export.sections import Block, Cell, Column, Details, Heading, Table, Text
 
 ANSWER_COLUMNS = [
@@ -36,20 +37,20 @@ def _changed(v: bool | None) -> str:
     return "changed" if v else "same" if v is False else "-"
 
 
-def upgrade_blocks(doc: dict[str, Any], checks: dict[str, Any], full: bool = True) -> list[Block]:
+def upgrade_blocks(doc: ComparisonDoc, checks: dict[str, Any], full: bool = True) -> list[Block]:
     """``full``: every changed setting (the HTML report); else those the workload mentions."""
     answers, plans = checks.get("answers") or {}, checks.get("plans") or {}
     blocks: list[Block] = [Heading("Answers and plans (checked on both sides after the timed runs)")]
     t = Table(ANSWER_COLUMNS)
-    for row in doc["queries"]:
-        ans, plan = answers.get(row["name"]), plans.get(row["name"]) or {}
+    for row in doc.queries:
+        ans, plan = answers.get(row.name), plans.get(row.name) or {}
         if ans is None:
             continue
         word = _answer_word(ans)
-        t.add(row["name"], Cell(word, style="answer changed" if word == "answer changed" else ""),
+        t.add(row.name, Cell(word, style="answer changed" if word == "answer changed" else ""),
               (ans["a"].get("rows"), ans["b"].get("rows")), ans["a"].get("checksum", "-"),
               ans["b"].get("checksum", "-"), _changed(plan.get("changed")), _changed(plan.get("pipeline_changed")),
-              key=("data-query", row["name"]))
+              key=("data-query", row.name))
     blocks.append(t)
     data = checks.get("data")
     if data is not None:
@@ -73,14 +74,14 @@ def upgrade_blocks(doc: dict[str, Any], checks: dict[str, Any], full: bool = Tru
     return blocks
 
 
-def _answer_details(doc: dict[str, Any], answers: dict[str, Any]) -> list[Block]:
+def _answer_details(doc: ComparisonDoc, answers: dict[str, Any]) -> list[Block]:
     out: list[Block] = []
-    for row in doc["queries"]:
-        ans = answers.get(row["name"])
+    for row in doc.queries:
+        ans = answers.get(row.name)
         if ans is None or ans["equal"] is not False:
             continue
         a, b = ans["a"], ans["b"]
-        blocks: list[Block] = [Text(row.get("why") or "")]
+        blocks: list[Block] = [Text(row.why or "")]
         if a.get("types") != b.get("types"):
             blocks.append(Text(f"types A: {', '.join(a.get('types') or [])}; B: {', '.join(b.get('types') or [])}"))
         diff = differing_rows(a, b)
@@ -88,19 +89,19 @@ def _answer_details(doc: dict[str, Any], answers: dict[str, Any]) -> list[Block]
             only = Table([Column("rows only in A", "code"), Column("rows only in B", "code")], filterable=False)
             only.add("\n".join("\t".join(r) for r in diff[0]) or "-", "\n".join("\t".join(r) for r in diff[1]) or "-")
             blocks.append(only)
-        out.append(Details(f"{row['name']} — answer changed", blocks, style="answer changed"))
+        out.append(Details(f"{row.name} — answer changed", blocks, style="answer changed"))
     return out
 
 
-def _plan_details(doc: dict[str, Any], plans: dict[str, Any]) -> list[Block]:
+def _plan_details(doc: ComparisonDoc, plans: dict[str, Any]) -> list[Block]:
     out: list[Block] = []
-    for row in doc["queries"]:
-        plan = plans.get(row["name"])
-        if not plan or not (plan.get("changed") or row["verdict"] in ("slower", "answer changed")):
+    for row in doc.queries:
+        plan = plans.get(row.name)
+        if not plan or not (plan.get("changed") or row.verdict in ("slower", "answer changed")):
             continue
         t = Table([Column("plan A", "code"), Column("plan B", "code")], filterable=False)
         t.add(*(plan[s].get("plan", plan[s].get("plan_error", "-")) for s in ("a", "b")))
         t.add(plan["a"].get("pipeline", "-"), plan["b"].get("pipeline", "-"))
         word = "plan changed" if plan.get("changed") else "plan unchanged"
-        out.append(Details(f"{row['name']} ({row['verdict']}) — {word}", [t]))
+        out.append(Details(f"{row.name} ({row.verdict}) — {word}", [t]))
     return out

@@ -24,6 +24,9 @@ class RunSample(Sample):
     server_metrics: dict[str, Any] | None = None  # query_log, with --server-metrics
     server_ms_source: str | None = None  # "query_log" when server_ms came from there
     session: int | None = None  # which session of a --sessions run (absent: one session)
+    # measured while another process kept the machine busy: kept, but not in the verdicts
+    # and not counted towards the query's runs (chbench/runner/runner.py, --quiet-wait)
+    set_aside: bool = False
 
     @classmethod
     def of(cls, s: Sample, target: str, round_no: int, warmup: bool, started_at: float) -> RunSample:
@@ -33,16 +36,20 @@ class RunSample(Sample):
                    started_at=started_at)
 
     def to_json(self) -> dict[str, Any]:
-        return {**{k: getattr(self, k) for k in _SAMPLE_FIELDS},
-                **present(self, "server_metrics", "server_ms_source", "session")}
+        out = {**{k: getattr(self, k) for k in _SAMPLE_FIELDS},
+               **present(self, "server_metrics", "server_ms_source", "session")}
+        if self.set_aside:
+            out["set_aside"] = True
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RunSample:
-        return cls(**{k: d[k] for k in (*_SAMPLE_FIELDS, "server_metrics", "server_ms_source", "session") if k in d})
+        return cls(**{k: d[k] for k in (*_SAMPLE_FIELDS, "server_metrics", "server_ms_source", "session", "set_aside")
+                      if k in d})
 
     @property
     def ok(self) -> bool:
-        return not self.error and not self.warmup
+        return not self.error and not self.warmup and not self.set_aside
 
 
 @dataclass(kw_only=True)
@@ -111,8 +118,9 @@ class RunQuery:
         return [self.target] if isinstance(self.target, str) else list(self.target)
 
     def measured(self, side: str) -> list[RunSample]:
-        """The side's samples after warm-up, in run order (failed ones included)."""
-        return [s for s in self.samples if s.target == side and not s.warmup]
+        """The side's samples after warm-up, in run order (failed ones included; those set
+        aside on a busy machine left out)."""
+        return [s for s in self.samples if s.target == side and not s.warmup and not s.set_aside]
 
     def sql_sent_by(self, side: str) -> str:
         return str(self.sides.get(side, {}).get("sql_sent", self.sql_sent))

@@ -39,14 +39,19 @@ from chbench.results.environment import now_iso
 from chbench.runner.execute import execute
 from chbench.runner.groups import GroupRun, skip_if_missing
 from chbench.runner.settings import group_settings, query_settings, settings_to_send, statement_settings
+from chbench.stats.paired import hl_halfwidth, pair_up
 from chbench.stats.summary import relative_ci_halfwidth
 from chbench.targets import ServerInfo, Target
 from chbench.ui.progress import Progress
 from chbench.workload import CALIBRATION_FALLBACK_SQL, CALIBRATION_SQL, Query, prepare_sql
 
-# The calibration query runs after a round, at most once a second: often enough to
-# follow the machine, rarely enough not to disturb suites of very short queries.
-CALIBRATION_EVERY_S = 1.0
+# Probes, the reference task and the calibration query disturb the query that follows
+# them: measured (SELECT 1 over HTTP, 300 runs), median client_ms - server_ms 1.06 ms with
+# them after every round, 0.52 ms without. So they run between rounds only, at most every
+# PROBES_EVERY_S, and an untimed wake-up query on every target follows them.
+PROBES_EVERY_S = 3.0
+CALIBRATION_EVERY_S = 3.0
+CALIBRATION_MIN_GAP_S = 0.5  # while its first samples are still being gathered
 CALIBRATION_MIN = 5  # but after each of the first rounds, so every run has a few
 # and after every round while its median is known to worse than ±1.5% (two runs' medians
 # that precise can tell a 3% change of the machine), up to CALIBRATION_MAX samples
@@ -59,6 +64,7 @@ def _imprecise(c: Calibration) -> bool:
         return True
     ok = [s.client_ms for s in c.samples if not s.error and s.client_ms is not None]
     return len(c.samples) < CALIBRATION_MAX and relative_ci_halfwidth(ok) > CALIBRATION_PRECISION
+WAKE_SQL = "SELECT 1 FORMAT Null"
 MAX_ERRORS = 3  # a query side that failed this often (or twice with no success) stops
 
 
@@ -69,6 +75,7 @@ class QueryState:
     sides: list[str]
     done: dict[str, bool] = field(default_factory=dict)
     ok_times: dict[str, list[float]] = field(default_factory=dict)
+    ok_keys: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # (session, round) of each
     errors: dict[str, int] = field(default_factory=dict)
     settings: dict[str, dict[str, str]] = field(default_factory=dict)  # per side, as sent
     spent_s: float = 0.0
@@ -104,6 +111,7 @@ class Runner:
         self.counter = 0
         self.machine: MachineRecorder | None = None  # made when the rounds begin (after set-up)
         self.session = 0
+        self._aside_since: float | None = None  # when the first round was set aside (--quiet-wait)
 
     # -- the results document ------------------------------------------------------------
     def _connect(self) -> None:
@@ -151,7 +159,7 @@ class Runner:
                     entry.sides[sid]["settings"] = dict(q.settings)
                 if unknown:
                     entry.sides[sid]["unsupported_settings"] = unknown
-                st.done[sid], st.ok_times[sid], st.errors[sid] = sid in self.failed_sides, [], 0
+                st.done[sid], st.ok_times[sid], st.ok_keys[sid], st.errors[sid] = sid in self.failed_sides, [], [], 0
             if name not in entries:
                 self.doc.queries.append(entry)
             states.append(st)
@@ -235,7 +243,8 @@ class Runner:
         def body() -> None:
             if session == 0:
                 self._setup(states)
-                self.machine = MachineRecorder([(s.id, s.target) for s in self.plan.sides], self.doc.machine)
+                if self.plan.probes:
+                    self.machine = MachineRecorder([(s.id, s.target) for s in self.plan.sides], self.doc.machine)
             self.progress.start(states, self.plan)
             try:
                 self._phases(states)
@@ -353,6 +362,7 @@ class Runner:
             st.entry.errors += 1
         elif s.client_ms is not None:
             st.ok_times[s.target].append(s.client_ms)
+            st.ok_keys[s.target].append((s.session or 0, s.round))
         if s.client_ms is not None:
             st.spent_s += s.client_ms / 1000.0
 
@@ -374,12 +384,23 @@ class Runner:
             finished = all(runs[sid] >= plan.iterations for sid in live)
         else:
             enough = all(len(st.ok_times[sid]) >= plan.min_runs for sid in live)
-            precise = all(relative_ci_halfwidth(st.ok_times[sid]) <= plan.target_precision for sid in live)
+            precise = self._precise(st, live)
             out_of_time = st.spent_s >= plan.max_time_per_query and all(runs[sid] >= plan.min_runs for sid in live)
             finished = (enough and precise) or out_of_time or any(runs[sid] >= plan.max_runs for sid in live)
         if finished:
             for sid in live:
                 st.done[sid] = True
+
+    def _precise(self, st: QueryState, live: list[str]) -> bool:
+        """Side by side, the interval compare will judge: the typical per-round ratio's
+        (stats/paired.py), within ±precision; one side: its median's."""
+        if len(live) == 2:
+            a, b = ([(k, t) for k, t in zip(st.ok_keys[sid], st.ok_times[sid], strict=True)] for sid in live)
+            pairs = pair_up(a, b)
+            if len(pairs) >= self.plan.min_runs:
+                return hl_halfwidth(pairs.d) <= math.log1p(self.plan.target_precision)
+            return False
+        return all(relative_ci_halfwidth(st.ok_times[sid]) <= self.plan.target_precision for sid in live)
 
     def _run_once(self, st: QueryState, sid: str, round_no: int, warmup: bool) -> None:
         s = self._execute(self.by_id[sid], st.entry.sides[sid]["sql_sent"], st.settings[sid], round_no, warmup)
@@ -399,6 +420,8 @@ class Runner:
     def _rounds(self, states: list[QueryState]) -> None:
         round_no = 0
         last_calibration = -math.inf
+        last_probe = time.monotonic()  # the first reading covers the first rounds
+        first_unread = 0  # the first round the next reading covers
         pending = [st for st in states if not st.finished()]
         while pending:
             batch = pending if self.plan.interleave else pending[:1]
@@ -411,15 +434,88 @@ class Runner:
                 if st.finished():
                     self.progress.query_done(st)
                 self.writer.checkpoint(force=st.finished())
-            few = any(_imprecise(c) for c in self.doc.calibration)
-            if self.doc.calibration and (few or time.monotonic() - last_calibration >= CALIBRATION_EVERY_S):
-                self._calibrate(round_no)
-                last_calibration = time.monotonic()
-            if self.machine is not None:
-                self.machine.read(round_no, self.session)
             pending = [st for st in pending if not st.finished()]
+            disturbed = False
+            few = any(_imprecise(c) for c in self.doc.calibration)
+            since = time.monotonic() - last_calibration
+            if self.doc.calibration and ((few and since >= CALIBRATION_MIN_GAP_S) or since >= CALIBRATION_EVERY_S):
+                self._calibrate(round_no)
+                last_calibration, disturbed = time.monotonic(), True
+            if self.machine is not None and (not pending or time.monotonic() - last_probe >= PROBES_EVERY_S):
+                self.machine.read(round_no, self.session)
+                last_probe, disturbed = time.monotonic(), True
+                if self._set_aside(states, first_unread, round_no):
+                    pending = [st for st in states if not st.finished()]
+                first_unread = round_no + 1
+            if disturbed and pending:
+                self._wake()
             round_no += 1
             self.writer.checkpoint()
+        # a short run still gets the drift guard's first samples: after the last round no
+        # timed query follows them, so they disturb nothing
+        while any(len(c.samples) < CALIBRATION_MIN and c.target not in self.failed_sides
+                  for c in self.doc.calibration):
+            self._calibrate(round_no)
+
+    def _set_aside(self, states: list[QueryState], first: int, last: int) -> bool:
+        """A separate run's rounds ``first``…``last`` when the probe covering them saw
+        other processes busy above ``--quiet-threshold`` of the CPUs: their samples are
+        kept in the file but marked, count towards no query's runs and are measured
+        again — until ``--quiet-wait`` seconds went into rounds set aside; after that the
+        machine is taken as it is, and the file says it never got quiet. Side by side,
+        both sides share the busy machine and the paired analysis cancels it: nothing is
+        set aside. Returns whether any query has runs to measure again."""
+        plan = self.plan
+        readings = self.doc.machine.get("client") or []
+        if plan.side_by_side or plan.quiet_wait <= 0 or not readings:
+            return False
+        r = readings[-1]
+        share = float(r.get("others_cores", 0.0)) / max(1, int(r.get("cpus", 1)))
+        if share <= plan.quiet_threshold:
+            return False
+        record = self.doc.machine.setdefault("set_aside", {"threshold": plan.quiet_threshold,
+                                                           "quiet_wait_s": plan.quiet_wait, "spent_s": 0.0,
+                                                           "rounds": [], "never_quiet": False})
+        if record["never_quiet"]:
+            return False
+        # the budget is wall time since the first round set aside (measured: counting only
+        # the set-aside queries' own time let a suite of 10 ms queries on a busy machine
+        # redo rounds for minutes: probes, wake-ups and checkpoints are time too)
+        if self._aside_since is None:
+            self._aside_since = time.monotonic()
+        record["spent_s"] = round(time.monotonic() - self._aside_since, 3)
+        if record["spent_s"] >= plan.quiet_wait:
+            record["never_quiet"] = True
+            return False
+        record["rounds"].append({"session": self.session, "from_round": first, "to_round": last,
+                                 "others_share": round(share, 4)})
+        again = False
+        for st in states:
+            for s in st.entry.samples:
+                if (s.warmup or s.set_aside or s.error or (s.session or 0) != self.session
+                        or not first <= s.round <= last or s.client_ms is None):
+                    continue
+                s.set_aside = True
+                st.spent_s -= s.client_ms / 1000.0  # measured again without eating its time budget
+                key = (s.session or 0, s.round)
+                if key in st.ok_keys[s.target]:
+                    i = st.ok_keys[s.target].index(key)
+                    del st.ok_keys[s.target][i], st.ok_times[s.target][i]
+                if s.target not in self.failed_sides:
+                    st.done[s.target] = False
+                    again = True
+            self._update_done(st)
+        return again
+
+    def _wake(self) -> None:
+        """An untimed query on every target after the probes: the next timed query does
+        not pay for a connection, a server thread or a worker that went idle meanwhile."""
+        for sid, target in {id(s.target): (s.id, s.target) for s in self.plan.sides}.values():
+            if sid in self.failed_sides:
+                continue
+            with contextlib.suppress(QueryError):
+                target.execute(WAKE_SQL, self.sent[sid], f"chbench-{self.run_token}-wake-{self.counter}",
+                               self.plan.timeout)
 
     def _calibrate(self, round_no: int) -> None:
         for c in self.doc.calibration:

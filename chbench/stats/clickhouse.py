@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import math
 import zlib
-from typing import Any
 
 import numpy as np
 
 from chbench.stats.compare import SideData
+from chbench.stats.verdict import ClickHouseDecision, ComparisonResult, Evidence
 
 SPLITS = 10_000
 QUANTILE = 0.99
@@ -55,8 +55,8 @@ def stat_threshold(a: list[float], b: list[float], seed: int) -> float:
     return float(d[int(QUANTILE * len(d))]) / float(np.median(a))
 
 
-def decide(a: SideData, b: SideData, name: str, test_threshold: float | None) -> dict[str, Any]:
-    """ClickHouse's verdict for one query, with the numbers that decided it."""
+def decide(a: SideData, b: SideData, name: str, test_threshold: float | None) -> tuple[str, str, ClickHouseDecision]:
+    """ClickHouse's verdict for one query, why, and the numbers that decided it."""
     thr = DEFAULT_TEST_THRESHOLD if test_threshold is None else test_threshold
     left, right = float(np.median(a.times)), float(np.median(b.times))
     diff = (right - left) / left if left > 0 else math.inf
@@ -73,23 +73,19 @@ def decide(a: SideData, b: SideData, name: str, test_threshold: float | None) ->
         verdict = "no change"
         why = (f"|diff| {abs(diff):.1%} within {changed_at:.0%}" if abs(diff) <= changed_at
                else f"|diff| {abs(diff):.1%} below stat_threshold {st:.1%}")
-    return {"verdict": verdict, "why": why, "diff": diff, "stat_threshold": st, "changed_threshold": changed_at,
-            "unstable_threshold": unstable_at}
+    return verdict, why, ClickHouseDecision(diff, st, changed_at, unstable_at)
 
 
-def apply_clickhouse(doc: dict[str, Any], side_a: dict[str, SideData], side_b: dict[str, SideData],
+def apply_clickhouse(result: ComparisonResult, side_a: dict[str, SideData], side_b: dict[str, SideData],
                      thresholds: dict[str, float]) -> None:
     """Replace the verdicts of tested queries by ClickHouse's (chbench's kept as
     ``chbench_verdict``), and recount the summary."""
-    for row in doc["queries"]:
-        a, b = side_a.get(row["name"]), side_b.get(row["name"])
-        if row.get("p_value") is None or a is None or b is None or not a.times or not b.times:
+    for row in result.queries:
+        a, b = side_a.get(row.name), side_b.get(row.name)
+        if not row.tested or a is None or b is None or not a.times or not b.times:
             continue  # untested (one side only, failed, skipped, summary numbers): as chbench decided
-        ch = decide(a, b, row["name"], thresholds.get(row["name"]))
-        row["chbench_verdict"], row["chbench_why"] = row["verdict"], row.get("why")
-        row["verdict"], row["why"] = ch.pop("verdict"), ch.pop("why")
-        row["clickhouse"] = ch
-    counts: dict[str, int] = {}
-    for r in doc["queries"]:
-        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    doc["summary"]["verdicts"] = counts
+        verdict, why, decision = decide(a, b, row.name, thresholds.get(row.name))
+        row.chbench = Evidence(row.verdict, why=row.why)
+        row.verdict, row.why, row.clickhouse = verdict, why, decision
+        row.reason = f"ClickHouse CI's rule: {why}"
+    result.recount()

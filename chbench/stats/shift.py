@@ -22,21 +22,19 @@ from typing import Any
 
 import numpy as np
 
+from chbench.stats.verdict import CommonShift, Evidence, QueryComparison, finite_ratio, pct
+
 SHARING = 0.6  # "most queries": the share that must move with the shift
 MIN_QUERIES = 4
 
 
-def _pct(ratio: float) -> str:
-    return f"{ratio - 1:+.1%}"
-
-
-def common_shift(rows: list[dict[str, Any]], boots: dict[int, np.ndarray], tested: list[int], threshold: float,
-                 machine: dict[str, Any] | None, rng: np.random.Generator) -> dict[str, Any] | None:
+def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], tested: list[int], threshold: float,
+                 machine: dict[str, Any] | None, rng: np.random.Generator) -> CommonShift | None:
     """The shift all queries share, or None (too few queries, none, or not shared)."""
-    idx = [i for i in tested if i in boots and rows[i]["ratio"] and math.isfinite(rows[i]["ratio"])]
+    idx = [i for i in tested if i in boots and finite_ratio(rows[i]) is not None]
     if len(idx) < MIN_QUERIES:
         return None
-    logs = np.log([rows[i]["ratio"] for i in idx])
+    logs = np.log([float(rows[i].ratio or 1.0) for i in idx])
     centre = float(np.median(logs))
     reps = np.vstack([boots[i] for i in idx])  # queries × replicates
     n, m = reps.shape
@@ -58,20 +56,12 @@ def common_shift(rows: list[dict[str, Any]], boots: dict[int, np.ndarray], teste
     explained, by = _explained(centre, machine)
     beyond = abs(centre) >= math.log1p(threshold)
     verdict = ("slower" if centre > 0 else "faster") if beyond else "no change"
-    return {
-        "ratio": ratio,
-        "ci": [float(math.exp(lo)), float(math.exp(hi))],
-        "queries_sharing": sharing,
-        "queries": n,
-        "scatter_sd": scatter,
-        "within_sd": within,
-        "explained_by_machine": explained,
-        "explained_by": by,
-        "verdict": verdict,
+    return CommonShift(
+        ratio=ratio, ci=(float(math.exp(lo)), float(math.exp(hi))), queries_sharing=sharing, queries=n,
+        scatter_sd=scatter, within_sd=within, explained_by_machine=explained, explained_by=by, verdict=verdict,
         # a global finding that counts like a slower query: beyond the threshold and not the machine's
-        "finding": verdict if verdict != "no change" and not explained else None,
-        "why": _why(ratio, lo, hi, sharing, n, verdict, explained, by, threshold, machine),
-    }
+        finding=verdict if verdict != "no change" and not explained else None,
+        why=_why(ratio, lo, hi, sharing, n, verdict, explained, by, threshold, machine))
 
 
 def _explained(centre: float, machine: dict[str, Any] | None) -> tuple[bool, str | None]:
@@ -89,8 +79,8 @@ def _explained(centre: float, machine: dict[str, Any] | None) -> tuple[bool, str
 
 def _why(ratio: float, lo: float, hi: float, sharing: int, n: int, verdict: str, explained: bool,
          by: str | None, threshold: float, machine: dict[str, Any] | None) -> str:
-    head = (f"{sharing} of {n} queries moved together: {_pct(ratio)} "
-            f"[{_pct(math.exp(lo))}, {_pct(math.exp(hi))}]")
+    head = (f"{sharing} of {n} queries moved together: {pct(ratio)} "
+            f"[{pct(math.exp(lo))}, {pct(math.exp(hi))}]")
     if explained and by == "probes":
         return f"{head}; the probes show the machine busier in that run → machine, not engine: taken out of " \
                "each query's verdict"
@@ -108,22 +98,20 @@ def _why(ratio: float, lo: float, hi: float, sharing: int, n: int, verdict: str,
             f"configuration: {verdict}")
 
 
-def apply_shift(rows: list[dict[str, Any]], against: list[dict[str, Any]], tested: list[int],
-                shift: dict[str, Any]) -> None:
+def apply_shift(rows: list[QueryComparison], against: list[QueryComparison], tested: list[int],
+                shift: CommonShift) -> None:
     """Each tested query judged against the shift too; the shift taken out of the
     verdicts when the machine explains it."""
     for i in tested:
         r, s = rows[i], against[i]
-        r["vs_shift"] = {"ratio": s["ratio"], "ci": s["ci"], "p_adjusted": s.get("p_adjusted"),
-                         "verdict": s["verdict"], "why": s.get("why")}
-        if shift["explained_by_machine"]:
-            r["vs_one"] = {"verdict": r["verdict"], "ci": r["ci"], "p_adjusted": r.get("p_adjusted"),
-                           "why": r.get("why")}
-            r["verdict"], r["reasons"], r["p_adjusted"] = s["verdict"], s["reasons"], s.get("p_adjusted")
-            lo, hi = s["ci"]
-            r["why"] = (f"against the machine's common shift ({_pct(shift['ratio'])}): {_pct(s['ratio'])} "
-                        f"[{_pct(lo)}, {_pct(hi)}], {s.get('why')}")
-            r["flags"] = list(s["flags"])
-        elif s["verdict"] in ("slower", "faster"):
-            r["flags"].append(f"moved differently from the rest: {_pct(s['ratio'])} against the common shift "
-                              f"({_pct(shift['ratio'])}), {s['verdict']} than the others")
+        r.vs_shift = Evidence(s.verdict, s.ratio, s.ci, p_adjusted=s.p_adjusted, why=s.why)
+        if shift.explained_by_machine:
+            r.vs_one = Evidence(r.verdict, ci=r.ci, p_adjusted=r.p_adjusted, why=r.why)
+            r.verdict, r.reasons, r.p_adjusted, r.reason = s.verdict, s.reasons, s.p_adjusted, s.reason
+            lo, hi = s.ci or (math.nan, math.nan)
+            r.why = (f"against the machine's common shift ({pct(shift.ratio)}): {pct(s.ratio or 1.0)} "
+                     f"[{pct(lo)}, {pct(hi)}], {s.why}")
+            r.flags = list(s.flags)
+        elif s.verdict in ("slower", "faster"):
+            r.flags.append(f"moved differently from the rest: {pct(s.ratio or 1.0)} against the common shift "
+                           f"({pct(shift.ratio)}), {s.verdict} than the others")

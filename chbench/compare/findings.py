@@ -1,0 +1,58 @@
+"""One line per finding under the verdict table: what the machine did, what was decided
+from it and what to do next — the short form of the reasoning the JSON, the HTML report
+and ``compare --verbose`` keep in full."""
+
+from __future__ import annotations
+
+import math
+
+from chbench.compare.document import ComparisonDoc
+from chbench.stats.verdict import UNSTABLE, pct
+
+
+def findings(doc: ComparisonDoc, separate: bool) -> list[str]:
+    out: list[str] = []
+    s = doc.summary
+    machine, shift = s.machine or {}, s.shift
+    busier = machine.get("busier")
+    what = ", ".join(machine.get("differences") or [])
+    if shift is not None and shift.explained_by_machine:
+        out.append(f"{busier or 'one run'} ran on a busier machine ({what or shift.explained_by}): all queries "
+                   f"{pct(shift.ratio)} together, taken out of each verdict; rerun {busier or 'it'} on a quiet "
+                   "machine, or measure side by side")
+    elif shift is not None and shift.finding:
+        why = "the machine does not explain it" if separate else "on a machine both sides shared"
+        out.append(f"all queries {pct(shift.ratio)} together, {why}: a global change of the engine or its "
+                   "configuration")
+    elif busier:
+        out.append(f"{busier} ran on a busier machine ({what}); rerun {busier}, or measure side by side")
+    aside = s.set_aside or {}
+    if aside.get("rounds"):
+        per = ", ".join(f"{k.upper()} {aside[k]['rounds']}" for k in ("a", "b") if aside.get(k, {}).get("rounds"))
+        out.append(f"{aside['rounds']} rounds set aside ({per}): another process used more than "
+                   f"{aside['threshold']:.0%} of the CPUs; kept in the files, measured again, not in the verdicts")
+    if aside.get("never_quiet"):
+        who = " and ".join(k.upper() for k in ("a", "b") if aside.get(k, {}).get("never_quiet"))
+        out.append(f"the machine never got quiet during {who} within --quiet-wait: the rest was measured as it was; "
+                   "rerun when the other work is done, or measure side by side")
+    qualified = [q for q in doc.queries if q.verdict == UNSTABLE and q.reason == f"{busier} ran on a busier machine"]
+    if qualified:
+        out.append(f"{len(qualified)} quer{'y' if len(qualified) == 1 else 'ies'} slower in {busier}, which ran on the "
+                   f"busier machine: not told apart from the machine ({', '.join(q.name for q in qualified[:5])})")
+    unstable = [q for q in doc.queries if q.verdict == UNSTABLE and q not in qualified]
+    if unstable:
+        n = len(unstable)
+        what_next = ("a side-by-side run (--target A --target B, or --setting-b/--scale-b) or --sessions 3 per "
+                     "side narrows it" if separate else "more rounds (--iterations, or a longer "
+                     "--max-time-per-query) narrow it")
+        out.append(f"{n} quer{'y' if n == 1 else 'ies'} unstable: noise wider than the ±{s.threshold:.0%} a verdict "
+                   f"needs; {what_next}")
+    paired = [q for q in doc.queries if q.paired is not None]
+    if paired:
+        spreads = sorted(q.paired.spread for q in paired if q.paired is not None and math.isfinite(q.paired.spread))
+        mid = spreads[len(spreads) // 2] if spreads else math.nan
+        out.append(f"judged on paired rounds ({len(paired)} of {len(doc.queries)} queries): B/A varied ±{mid:.1%} "
+                   "from round to round (median); the pooled verdicts are in the JSON (unpaired)")
+    if machine.get("log_change_bound"):
+        out.append("the calibration query moved between the runs and these files have no probes: intervals widened")
+    return out

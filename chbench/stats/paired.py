@@ -1,0 +1,179 @@
+"""Paired analysis of side-by-side runs (docs/statistics.md, "Side by side: paired").
+
+A side-by-side run measures A and B of a query back to back in every round (A B in
+even rounds, B A in odd ones). The machine's state drifts over seconds, so most of its
+noise is shared by the two runs of a round and cancels in their ratio: measured here,
+the per-round log ratio log(B_r / A_r) spread 2–6% where each side alone spread 6–17%.
+The unit of the analysis is therefore the round's log ratio ``d_r``:
+
+* the typical ratio is the Hodges–Lehmann estimate of ``d`` (the median of all pairwise
+  means of the ``d_r``, Walsh averages), exponentiated;
+* its 95% interval is the distribution-free one that goes with the signed-rank test
+  (order statistics of the Walsh averages, exact critical values up to 60 pairs, the
+  normal approximation above);
+* the test is Wilcoxon's signed-rank test on the ``d_r`` (scipy, exact where it can be).
+
+Both assume only that the ``d_r`` are independent and symmetric about the typical value:
+rank-based, so one round disturbed by a burst moves the estimate by one rank, not by its
+size. An order effect (the second run of a round faster, caches warmed by the first) is
+balanced by the alternation; when the two orders' ratios differ significantly it is
+estimated and taken out of each round (``order_effect``), so it does not widen the
+interval. Rounds where one side failed have no pair and are left out (counted).
+
+This module needs numpy only: the runner's adaptive rule calls :func:`hl_interval`
+after every round, and importing ``scipy.stats`` costs seconds (stats/summary.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+Z95 = 1.959963984540054
+EXACT_MAX = 60  # exact signed-rank critical values up to this many pairs
+ORDER_P = 0.01  # an order effect is taken out when the two orders differ this significantly
+
+
+@lru_cache(maxsize=256)
+def signed_rank_lower(n: int, conf: float = 0.95) -> int:
+    """The largest ``c`` with P(T ≤ c) ≤ (1 − conf)/2 under the null, T the signed-rank
+    statistic of ``n`` pairs (−1 when even T = 0 is more likely than that): the interval
+    is then Walsh averages ``c + 1`` … ``M − c`` (1-based, M = n(n+1)/2)."""
+    q = (1 - conf) / 2
+    if n > EXACT_MAX:
+        mean = n * (n + 1) / 4
+        sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+        return max(-1, math.floor(mean - Z95 * sd - 0.5))
+    top = n * (n + 1) // 2
+    counts = [0] * (top + 1)  # subsets of {1..n} by their sum
+    counts[0] = 1
+    for k in range(1, n + 1):
+        for s in range(top, k - 1, -1):
+            counts[s] += counts[s - k]
+    total = 1 << n
+    acc = 0
+    for c in range(top + 1):
+        acc += counts[c]
+        if acc / total > q:
+            return c - 1
+    return top
+
+
+def walsh_averages(d: np.ndarray) -> np.ndarray:
+    i, j = np.triu_indices(len(d))
+    return np.sort((d[i] + d[j]) / 2.0)
+
+
+def hl_interval(d: list[float] | np.ndarray, conf: float = 0.95) -> tuple[float, float, float]:
+    """Hodges–Lehmann estimate of the centre of ``d`` and its distribution-free interval
+    (low, high); with too few values for the interval at ``conf``, the whole range."""
+    x = np.asarray(d, dtype=float)
+    if len(x) == 0:
+        return math.nan, -math.inf, math.inf
+    w = walsh_averages(x)
+    centre = float(np.median(w))
+    c = signed_rank_lower(len(x), conf)
+    if c < 0:
+        return centre, -math.inf, math.inf
+    return centre, float(w[c]), float(w[len(w) - 1 - c])
+
+
+def hl_halfwidth(d: list[float] | np.ndarray) -> float:
+    """Half the width of the interval of the typical log ratio (inf when undecidable)."""
+    _, lo, hi = hl_interval(d)
+    return (hi - lo) / 2.0
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """A query's rounds where both sides succeeded: the log ratios in round order, and
+    whether A ran first in each."""
+
+    d: np.ndarray
+    a_first: np.ndarray
+    unpaired_a: int  # successful runs of A without a successful B in their round
+    unpaired_b: int
+
+    def __len__(self) -> int:
+        return len(self.d)
+
+
+def pair_up(a: list[tuple[tuple[int, int], float]], b: list[tuple[tuple[int, int], float]]) -> Pairs:
+    """Match A's and B's successful runs by (session, round). In a side-by-side run A
+    runs first in even rounds (chbench/runner/runner.py)."""
+    bmap = dict(b)
+    amap = dict(a)
+    keys = [k for k, _ in a if k in bmap and amap[k] > 0 and bmap[k] > 0]
+    d = np.array([math.log(bmap[k]) - math.log(amap[k]) for k in keys], dtype=float)
+    a_first = np.array([k[1] % 2 == 0 for k in keys], dtype=bool)
+    return Pairs(d, a_first, len(a) - len(keys), len(b) - len(keys))
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    """What the paired analysis found for one query (log scale where it says log)."""
+
+    pairs: int
+    log_ratio: float  # Hodges–Lehmann estimate
+    log_lo: float
+    log_hi: float
+    p_value: float  # Wilcoxon signed-rank, two-sided
+    spread: float  # robust sd of the per-round log ratios (1.4826 × MAD)
+    order_effect: float | None  # half the difference A-first minus B-first (log), when taken out
+    order_p: float | None
+    unpaired_a: int
+    unpaired_b: int
+    drift: tuple[float, float]  # (change of the log ratio from first to last round, p)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "pairs": self.pairs, "ratio": math.exp(self.log_ratio),
+            "ci": [math.exp(self.log_lo), math.exp(self.log_hi)], "p_value": self.p_value,
+            "spread": self.spread, "order_effect": None if self.order_effect is None else math.expm1(
+                self.order_effect), "order_p": self.order_p, "unpaired_runs": [self.unpaired_a, self.unpaired_b],
+        }
+
+
+def order_adjusted(p: Pairs) -> tuple[np.ndarray, float | None, float | None]:
+    """The log ratios with a significant order effect taken out, the effect (half the
+    difference between A-first and B-first rounds, log) and its Mann–Whitney p."""
+    ab, ba = p.d[p.a_first], p.d[~p.a_first]
+    if len(ab) < 3 or len(ba) < 3:
+        return p.d, None, None
+    from scipy import stats as sps
+
+    order_p = float(sps.mannwhitneyu(ab, ba, alternative="two-sided").pvalue)
+    if order_p >= ORDER_P:
+        return p.d, None, order_p
+    effect = (float(np.median(ab)) - float(np.median(ba))) / 2.0
+    return np.where(p.a_first, p.d - effect, p.d + effect), effect, order_p
+
+
+def analyse(p: Pairs) -> PairedResult:
+    """The typical ratio, its interval and the signed-rank test of one query's pairs."""
+    from scipy import stats as sps
+
+    from chbench.stats.summary import drift
+
+    d, effect, order_p = order_adjusted(p)
+    centre, lo, hi = hl_interval(d)
+    nonzero = d[d != 0]
+    pv = float(sps.wilcoxon(nonzero).pvalue) if len(nonzero) >= 1 else 1.0
+    med = float(np.median(d))
+    spread = 1.4826 * float(np.median(np.abs(d - med)))
+    # the ratio series' own trend: a change that grows over the run is not one number
+    change, dp = drift(list(np.exp(d))) if len(d) >= 8 else (0.0, 1.0)
+    return PairedResult(len(d), centre, lo, hi, pv if math.isfinite(pv) else 1.0, spread, effect, order_p,
+                        p.unpaired_a, p.unpaired_b, (change, dp))
+
+
+def bootstrap(d: np.ndarray, rng: np.random.Generator, reps: int = 2000) -> np.ndarray:
+    """Replicates of the typical log ratio (median of resampled rounds), for the
+    geometric mean's interval and the common shift."""
+    if len(d) == 0:
+        return np.zeros(reps)
+    out: np.ndarray = np.median(d[rng.integers(0, len(d), (reps, len(d)))], axis=1)
+    return out

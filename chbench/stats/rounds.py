@@ -1,0 +1,68 @@
+"""The machine's state per round, taken out of a separate run (docs/statistics.md,
+"Separate runs: round factors").
+
+All queries of a round run within seconds of each other on the same machine, so a
+machine that is slower for a while slows every query of those rounds alike. A two-way
+model on the log scale, query × round:
+
+    log t[q, r] = query[q] + round[r] + residual
+
+estimates each round's factor as the median over the *other* queries of that round of
+their deviation from their own median (leave-one-out, so a query's own change never
+feeds its own correction; the median, so one query's outlier does not move it). Each
+time is divided by its round's factor: what remains is the query's own noise. A level
+shared by all rounds is not touched (the factors are centred per query), so a real
+change of a query, or of every query, stays in the data; the shift between two runs is
+``stats/shift.py``'s business.
+
+Needs at least ``MIN_QUERIES`` queries measured in a round (interleaved rounds):
+otherwise the run is left as measured.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+MIN_QUERIES = 4
+
+
+@dataclass(frozen=True)
+class RoundFactors:
+    """What was taken out: per (session, round) the typical factor, and its spread."""
+
+    factors: dict[tuple[int, int], float]  # log, median over all queries of the round
+    spread: float  # robust sd of those factors (log): how much the machine moved between rounds
+
+    def to_json(self) -> dict[str, object]:
+        return {"rounds": len(self.factors), "spread": math.expm1(self.spread)}
+
+
+def round_factors(times: dict[str, list[tuple[tuple[int, int], float]]],
+                  ) -> tuple[dict[str, list[float]], RoundFactors] | None:
+    """Each query's times with its round's factor taken out (same order as given), and
+    the factors; None when the rounds hold too few queries to tell the machine apart."""
+    logs: dict[str, list[tuple[tuple[int, int], float]]] = {
+        q: [(k, math.log(t)) for k, t in rows if t > 0] for q, rows in times.items()}
+    centre = {q: float(np.median([v for _, v in rows])) for q, rows in logs.items() if rows}
+    by_round: dict[tuple[int, int], dict[str, float]] = {}
+    for q, rows in logs.items():
+        for k, v in rows:
+            by_round.setdefault(k, {})[q] = v - centre[q]
+    if not by_round or np.median([len(r) for r in by_round.values()]) < MIN_QUERIES:
+        return None
+    out: dict[str, list[float]] = {}
+    for q, rows in times.items():
+        adjusted = []
+        for k, t in rows:
+            others = [d for name, d in by_round.get(k, {}).items() if name != q]
+            f = float(np.median(others)) if len(others) >= MIN_QUERIES - 1 else 0.0
+            adjusted.append(t / math.exp(f) if t > 0 else t)
+        out[q] = adjusted
+    typical = {k: float(np.median(list(r.values()))) for k, r in by_round.items()}
+    levels = np.array(list(typical.values()))
+    # robust (1.4826 x MAD): one disturbed round must not inflate every query's allowance
+    spread = 1.4826 * float(np.median(np.abs(levels - np.median(levels)))) if len(levels) > 1 else 0.0
+    return out, RoundFactors(typical, spread)

@@ -1,0 +1,207 @@
+"""Issue 24's statistics, without an engine: the paired analysis of side-by-side runs,
+round factors of separate runs, the typed verdict core and its JSON, the short reasons
+and findings, and the noise simulator's false-alarm rates and power."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from chbench.compare.document import ComparisonDoc
+from chbench.compare.findings import findings
+from chbench.export import get_exporter
+from chbench.export.sections import Report
+from chbench.stats.compare import Options, SideData, compare_queries
+from chbench.stats.paired import Pairs, analyse, hl_interval, pair_up, signed_rank_lower
+from chbench.stats.rounds import round_factors
+from chbench.stats.simulate import NoiseModel, false_alarms, fit, power, side_by_side
+from chbench.stats.verdict import QueryComparison
+
+
+# -- the signed-rank interval -------------------------------------------------------------------
+def _with_t(n: int, t: int) -> np.ndarray:
+    """n values with ranks 1..n whose negative ranks sum to t."""
+    neg, left = set(), t
+    for r in range(n, 0, -1):
+        if r <= left:
+            neg.add(r)
+            left -= r
+    return np.array([-r if r in neg else r for r in range(1, n + 1)], dtype=float)
+
+
+@pytest.mark.parametrize("n", [6, 8, 10, 15, 20, 30, 45])
+def test_critical_value_matches_scipys_exact_signed_rank_test(n):
+    c = signed_rank_lower(n)
+    # P(T <= c) <= 2.5% < P(T <= c + 1): scipy's exact two-sided p is twice the tail
+    assert sps.wilcoxon(_with_t(n, c), method="exact").pvalue / 2 <= 0.025
+    assert sps.wilcoxon(_with_t(n, c + 1), method="exact").pvalue / 2 > 0.025
+
+
+def test_too_few_pairs_give_no_finite_interval():
+    assert signed_rank_lower(5) == -1  # even T = 0 has probability 1/32 > 2.5%
+    assert hl_interval([0.1, 0.2, 0.3, 0.1, 0.2])[1] == -math.inf
+
+
+def test_hodges_lehmann_interval_covers_the_centre_at_its_level():
+    rng = np.random.default_rng(3)
+    covered = 0
+    for _ in range(400):
+        d = rng.standard_t(4, 15) * 0.03 + 0.05  # heavy tails, centre +5%
+        _, lo, hi = hl_interval(d)
+        covered += lo <= 0.05 <= hi
+    assert 0.92 * 400 <= covered <= 0.99 * 400
+
+
+# -- paired comparison of side-by-side runs -----------------------------------------------------------
+def test_side_by_side_pairs_see_through_shared_drift():
+    """Each round's drift is shared by A and B: pooled, every query is unstable; paired,
+    the +10% is found and A/A stays unflagged."""
+    model = replace(NoiseModel(), jitter=(0.01,), drift_sd=0.15, drift_phi=0.98, outlier_rate=0.0)
+    a, b = side_by_side(model, seed=5, change=1.10)
+    res = compare_queries(list(a), a, b, Options(paired=True))
+    assert [q.verdict for q in res.queries] == ["slower"] * 10
+    assert all(q.unpaired is not None and q.unpaired.verdict != "slower" for q in res.queries)
+    for q in res.queries:
+        assert q.ci is not None and q.ci[0] < 1.10 < q.ci[1]
+    a, b = side_by_side(model, seed=6)
+    res = compare_queries(list(a), a, b, Options(paired=True))
+    assert not any(q.flagged for q in res.queries)
+    assert sum(q.verdict == "no change" for q in res.queries) >= 8
+
+
+def test_paired_json_keeps_todays_keys_and_the_unpaired_result():
+    a, b = side_by_side(NoiseModel(), seed=7, change=1.2, changed=(0,))
+    doc = compare_queries(list(a), a, b, Options(paired=True)).to_json()
+    row = doc["queries"][0]
+    for key in ("name", "verdict", "ratio", "ci", "p_value", "p_adjusted", "a", "b", "flags", "reasons", "why"):
+        assert key in row
+    assert row["verdict"] == "slower" and row["paired"]["pairs"] == 15
+    assert set(row["unpaired"]) == {"verdict", "ratio", "ci", "p_value", "p_adjusted", "why"}
+    assert doc["summary"]["paired"] == 10 and doc["summary"]["verdicts"]["slower"] >= 1
+
+
+def test_rounds_where_a_side_failed_are_left_out_and_too_few_pairs_fall_back():
+    a, b = side_by_side(NoiseModel(), seed=8)
+    for d in (b["q0"],):  # B failed in rounds 0..5 of q0: those runs have no pair
+        del d.times[:6], d.keys[:6], d.client_times[:6]
+        d.errors = 6
+    for d in (b["q1"],):  # B has only 4 rounds of q1
+        del d.times[4:], d.keys[4:], d.client_times[4:]
+    res = compare_queries(list(a), a, b, Options(paired=True))
+    q0, q1 = res.queries[0], res.queries[1]
+    assert q0.paired is not None and q0.paired.pairs == 9 and q0.paired.unpaired_a == 6
+    assert q1.paired is None and any("judged unpaired" in f for f in q1.flags)
+
+
+def test_an_order_effect_is_taken_out():
+    rng = np.random.default_rng(9)
+    keys = [(0, r) for r in range(20)]
+    # B runs second in even rounds: 6% faster there from A's warm caches; no real change
+    d = np.array([(-0.06 if r % 2 == 0 else 0.0) + rng.normal(0, 0.004) for r in range(20)])
+    a = [(k, 100.0) for k in keys]
+    b = [(k, 100.0 * math.exp(x)) for k, x in zip(keys, d, strict=True)]
+    res = analyse(pair_up(a, b))
+    assert res.order_effect is not None and res.order_effect == pytest.approx(-0.03, abs=0.005)
+    assert res.log_hi - res.log_lo < 0.02  # the order component no longer widens the interval
+    assert res.log_lo < -0.03 < res.log_hi  # centred on the average of the two orders
+
+
+def test_pairs_match_by_session_and_round():
+    a = [((0, 0), 100.0), ((0, 1), 100.0), ((1, 0), 100.0)]
+    b = [((0, 1), 110.0), ((1, 0), 121.0), ((2, 0), 90.0)]
+    p = pair_up(a, b)
+    assert isinstance(p, Pairs) and len(p) == 2 and p.unpaired_a == 1 and p.unpaired_b == 1
+    assert list(np.round(np.exp(p.d), 3)) == [1.1, 1.21] and list(p.a_first) == [False, True]
+
+
+# -- separate runs: round factors ---------------------------------------------------------------------
+def _separate_side(rng: np.random.Generator, drift: np.ndarray, change: dict[int, float]) -> dict[str, SideData]:
+    out = {}
+    for q in range(10):
+        d = SideData()
+        for r, level in enumerate(drift):
+            t = 100.0 * (q + 1) * math.exp(level + rng.normal(0, 0.01)) * change.get(q, 1.0)
+            d.times.append(t)
+            d.keys.append((0, r))
+        out[f"q{q}"] = d
+    return out
+
+
+def test_round_factors_take_out_the_machine_but_keep_a_change():
+    rng = np.random.default_rng(11)
+    drift = rng.normal(0, 0.10, 20)  # the machine moves ±10% from round to round
+    side = _separate_side(rng, drift, {3: 1.2})
+    done = round_factors({n: d.keyed() for n, d in side.items()})
+    assert done is not None
+    adjusted, factors = done
+    assert factors.spread == pytest.approx(float(np.std(drift)), rel=0.2)
+    for name, d in side.items():
+        raw = np.std(np.log(d.times))
+        assert np.std(np.log(adjusted[name])) < raw / 3  # the shared drift is gone
+    # a change of one query and a level all queries share stay in the data
+    assert np.median(adjusted["q3"]) / np.median(side["q3"].times) == pytest.approx(1.0, abs=0.03)
+
+
+def test_round_factors_need_interleaved_rounds():
+    side = {f"q{q}": SideData(times=[1.0, 2.0], keys=[(0, q), (0, q + 10)]) for q in range(5)}
+    assert round_factors({n: d.keyed() for n, d in side.items()}) is None
+
+
+# -- the typed core: short reasons and findings -----------------------------------------------------
+def test_console_table_gives_one_short_reason_and_findings_below():
+    a, b = side_by_side(NoiseModel(), seed=12, change=1.15, changed=(2,))
+    doc = ComparisonDoc(compare_queries(list(a), a, b, Options(paired=True)), a_label="A", b_label="B",
+                        files=["ab.json"])
+    doc.findings = findings(doc, separate=False)
+    from chbench.compare import Comparison, Side
+    from chbench.report.comparison import comparison_section
+
+    text = get_exporter("markdown").render(Report("", [comparison_section(Comparison(doc, Side("A"), Side("B")),
+                                                                          charts=False)], [], data={}))
+    rows = [line for line in text.splitlines() if line[:3] == "| q" and line[3].isdigit()]
+    assert len(rows) == 10
+    assert all(len(line.split("|")[-2].strip()) <= 45 for line in rows), rows
+    assert "Finding: judged on paired rounds" in text
+    verbose = get_exporter("markdown").render(Report("", [comparison_section(
+        Comparison(doc, Side("A"), Side("B")), charts=False, verbose=True)], [], data={}))
+    assert "paired rounds, p adj." in verbose
+
+
+def test_every_verdict_has_a_short_reason():
+    a, b = side_by_side(NoiseModel(), seed=13, change=1.3, changed=(0,))
+    b["q1"].times = b["q1"].times[:3]  # too few runs
+    b["q1"].keys = b["q1"].keys[:3]
+    res = compare_queries(list(a), a, b, Options(paired=True))
+    assert all(isinstance(q, QueryComparison) and q.reason for q in res.queries)
+    assert res.queries[1].verdict == "unstable" and res.queries[1].reason == "too few runs"
+
+
+# -- the noise simulator ----------------------------------------------------------------------------
+def test_simulator_fit_recovers_its_own_numbers():
+    model = replace(NoiseModel(), jitter=(0.04,), drift_sd=0.05, drift_phi=0.995, outlier_rate=0.0, rounds=40)
+    a, _ = side_by_side(model, seed=14)
+    table = np.array([d.times for d in a.values()])
+    got = fit(table)
+    assert float(np.median(got.jitter)) == pytest.approx(0.04, rel=0.25)
+    assert 0.02 < got.drift_sd < 0.09
+
+
+def test_simulated_false_alarms_and_power_side_by_side():
+    """A/A side by side at the default settings: false alarms per query well under 1%,
+    most verdicts definite; +10% on three queries found most of the time."""
+    aa = false_alarms(NoiseModel(), "side-by-side", docs=150)
+    assert aa["comparisons"] == 1500 and aa["rate"] <= 0.01
+    assert aa["no_change_share"] >= 0.4
+    pw = power(NoiseModel(), "side-by-side", docs=30, change=1.10)
+    assert pw["power"] >= 0.5 and pw["false_alarms_elsewhere"] <= 2
+
+
+def test_simulated_false_alarms_separate_runs():
+    aa = false_alarms(NoiseModel(), "separate", docs=100)
+    assert aa["rate"] <= 0.02
+    bursts = false_alarms(replace(NoiseModel(), burst_rate=0.4), "separate", docs=100)
+    assert bursts["rate"] <= 0.02
