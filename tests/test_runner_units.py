@@ -70,8 +70,8 @@ def test_setup_teardown_once_per_side_writes_allowed_and_per_query_settings(tmp_
     assert queries and all(c.settings["max_threads"] == "1" and c.settings["readonly"] == "2" for c in queries)
     assert all("not_a_setting" not in c.settings for c in queries)
     entry = outcome.doc.queries[0].sides["A"]
-    assert entry["settings"] == {"max_threads": "1", "not_a_setting": "3"}
-    assert entry["unsupported_settings"] == ["not_a_setting"]
+    assert entry.settings == {"max_threads": "1", "not_a_setting": "3"}
+    assert entry.unsupported_settings == ["not_a_setting"]
     assert outcome.doc.targets[0].extra["workload"]["setup"] == ["CREATE TABLE t (x UInt8) ENGINE = Memory"]
 
 

@@ -179,9 +179,12 @@ def add_statistics(p: argparse.ArgumentParser, verdict_only: bool = False) -> No
                    help="separate runs: keep each round's machine factor in the times (docs/statistics.md)")
     g.add_argument("--unpaired", action="store_true",
                    help="side by side: pool each side's runs instead of pairing them round by round")
-    g.add_argument("--verbose", action="store_true",
-                   help="print each query's full reasoning and flags (the console and Markdown tables give "
-                        "one short reason)")
+
+
+def add_verbose(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--verbose", action="store_true",
+                   help="print each query's full reasoning, its flags and the machine probes (the console and "
+                        "Markdown tables give one short reason and the findings)")
 
 
 def add_format(p: argparse.ArgumentParser, choices: list[str], default: str = "console") -> None:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from chbench.commands.args import add_format, add_statistics, compare_options
+from chbench.commands.args import add_format, add_statistics, add_verbose, compare_options
 from chbench.errors import EXIT_FINDING, EXIT_OK
 
 NAME = "compare"
@@ -35,6 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vs", nargs="+", metavar="FILE",
                    help="several files per side: FILE… are side A, these side B (each file one or more sessions)")
     add_statistics(p)
+    add_verbose(p)
     add_format(p, ["console", "markdown", "json", "csv", "html"])
     p.add_argument("--fail-on", choices=["slower", "unstable", "never"], default="slower",
                    help="which verdicts make the exit code 1 (default slower)")

@@ -9,7 +9,15 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from chbench.commands.args import add_quiet, add_statistics, add_tests, non_negative_int, positive_float, positive_int
+from chbench.commands.args import (
+    add_quiet,
+    add_statistics,
+    add_tests,
+    add_verbose,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from chbench.commands.engines import add_engines_dir, use_engines_dir
 from chbench.errors import EXIT_FINDING, EXIT_OK, UsageError
 
@@ -62,6 +70,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_engines_dir(r)
     add_quiet(r)
     add_statistics(p)
+    add_verbose(p)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -161,7 +161,8 @@ def per_query_charts(cmp: Comparison) -> list[Details]:
     out = []
     for r in cmp.doc.queries:
         a, b = cmp.a.queries.get(r.name), cmp.b.queries.get(r.name)
-        ta, tb = (a.times if a else []), (b.times if b else [])
+        # as measured: round factors taken out for the verdict are not drawn
+        ta, tb = ((a.raw_times or a.times) if a else []), ((b.raw_times or b.times) if b else [])
         if not (ta or tb):
             continue
         k = key(r.name)

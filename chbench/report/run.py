@@ -70,7 +70,8 @@ def run_table(doc: RunDocument) -> Table:
             ok = [x for x in d.client_ms if x is not None]
             lo, hi = median_ci(ok) if ok else (None, None)
             errors = Cell(d.errors, text=f"{d.errors} ({d.first_error[:60]})" if d.errors else "0")
-            if not d.client_ms and (q.skipped(sid) or q.sides.get(sid, {}).get("failed")):
+            side = q.sides.get(sid)
+            if not d.client_ms and (q.skipped(sid) or (side is not None and side.failed)):
                 errors = Cell(0, text="skipped" if q.skipped(sid) else "set-up failed")  # why: the test's line
             t.add(q.name, sid, len(d.client_ms), errors, median(d.client_ms), (lo, hi), median(d.server_ms),
                   median(d.cpu_ms), median(d.memory), median(d.read_rows))

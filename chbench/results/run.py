@@ -85,19 +85,47 @@ class RunTarget:
 
 
 @dataclass(kw_only=True)
+class QuerySide:
+    """One side's version of a query: what it was and what was sent, its own settings,
+    and why this side did not run it (if it did not)."""
+
+    sql: str
+    sql_sent: str
+    settings: dict[str, str] | None = None  # the query's own ('-- settings:' in its file)
+    unsupported_settings: list[str] | None = None  # of those, unknown to the server: not sent
+    skipped: str | None = None  # a performance test's query this side did not run, and why
+    failed: str | None = None  # its test's set-up failed on this side
+    extra: dict[str, Any] = field(default_factory=dict)  # keys of a newer file, kept as read
+
+    KEYS: ClassVar[tuple[str, ...]] = ("settings", "unsupported_settings", "skipped", "failed")
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"sql": self.sql, "sql_sent": self.sql_sent}
+        out.update({k: getattr(self, k) for k in self.KEYS if getattr(self, k) is not None})
+        return {**out, **self.extra}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> QuerySide:
+        return cls(sql=str(d.get("sql", "")), sql_sent=str(d.get("sql_sent", d.get("sql", ""))),
+                   **{k: d[k] for k in cls.KEYS if d.get(k) is not None},
+                   extra={k: v for k, v in d.items() if k not in ("sql", "sql_sent", *cls.KEYS)})
+
+
+@dataclass(kw_only=True)
 class RunQuery:
     name: str
     sql: str
     sql_sent: str
     target: str | list[str]  # the side, or the sides, that ran it
-    sides: dict[str, dict[str, Any]]  # per side: sql, sql_sent (and the query's own settings)
+    sides: dict[str, QuerySide]  # per side: its SQL, what was sent, its own settings, why skipped
     samples: list[RunSample] = field(default_factory=list)
     errors: int = 0
     test: str | None = None  # the performance test it belongs to (its entry in the document's tests)
 
     def to_json(self) -> dict[str, Any]:
         out = {"name": self.name, "sql": self.sql, "sql_sent": self.sql_sent, "target": self.target,
-               "sides": self.sides, "samples": [s.to_json() for s in self.samples], "errors": self.errors}
+               "sides": {sid: s.to_json() for sid, s in self.sides.items()},
+               "samples": [s.to_json() for s in self.samples], "errors": self.errors}
         if self.test is not None:
             out["test"] = self.test
         return out
@@ -105,14 +133,15 @@ class RunQuery:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RunQuery:
         return cls(name=str(d["name"]), sql=d.get("sql", ""), sql_sent=d.get("sql_sent", d.get("sql", "")),
-                   target=d.get("target", "A"), sides=d.get("sides") or {},
+                   target=d.get("target", "A"),
+                   sides={sid: QuerySide.from_json(s) for sid, s in (d.get("sides") or {}).items()},
                    samples=[RunSample.from_json(s) for s in d["samples"]], errors=int(d.get("errors", 0)),
                    test=d.get("test"))
 
     def skipped(self, side: str) -> str | None:
         """Why this side did not run it (a missing table, an unknown setting, …), if it did not."""
-        why = self.sides.get(side, {}).get("skipped")
-        return str(why) if why else None
+        s = self.sides.get(side)
+        return s.skipped if s is not None and s.skipped else None
 
     def side_ids(self) -> list[str]:
         return [self.target] if isinstance(self.target, str) else list(self.target)
@@ -123,7 +152,8 @@ class RunQuery:
         return [s for s in self.samples if s.target == side and not s.warmup and not s.set_aside]
 
     def sql_sent_by(self, side: str) -> str:
-        return str(self.sides.get(side, {}).get("sql_sent", self.sql_sent))
+        s = self.sides.get(side)
+        return s.sql_sent if s is not None else self.sql_sent
 
 
 @dataclass(kw_only=True)

@@ -149,7 +149,7 @@ class GroupRun:
             for q in self.states:
                 if sid in q.sides:
                     q.done[sid] = True
-                    q.entry.sides[sid]["failed"] = f"set-up of the test failed: {st.origin}"
+                    q.entry.sides[sid].failed = f"set-up of the test failed: {st.origin}"
         self.r.progress.problem(f"test {g.name}: set-up failed on {', '.join(sids)}: {line}")
         return True
 

@@ -36,6 +36,7 @@ from chbench.machine.recorder import MachineRecorder
 from chbench.plan import Plan, SidePlan
 from chbench.results import Calibration, Meta, ResultsWriter, RunDocument, RunQuery, RunSample, RunTarget
 from chbench.results.environment import now_iso
+from chbench.results.run import QuerySide
 from chbench.runner.execute import execute
 from chbench.runner.groups import GroupRun, skip_if_missing
 from chbench.runner.settings import group_settings, query_settings, settings_to_send, statement_settings
@@ -52,9 +53,9 @@ from chbench.workload import CALIBRATION_FALLBACK_SQL, CALIBRATION_SQL, Query, p
 PROBES_EVERY_S = 3.0
 CALIBRATION_EVERY_S = 3.0
 CALIBRATION_MIN_GAP_S = 0.5  # while its first samples are still being gathered
-CALIBRATION_MIN = 5  # but after each of the first rounds, so every run has a few
-# and after every round while its median is known to worse than ±1.5% (two runs' medians
-# that precise can tell a 3% change of the machine), up to CALIBRATION_MAX samples
+CALIBRATION_MIN = 5  # every run has at least these (the missing ones after its last round)
+# and more, every CALIBRATION_MIN_GAP_S, while its median is known to worse than ±1.5% (two
+# runs' medians that precise can tell a 3% change of the machine), up to CALIBRATION_MAX
 CALIBRATION_PRECISION = 0.015
 CALIBRATION_MAX = 30
 
@@ -64,7 +65,9 @@ def _imprecise(c: Calibration) -> bool:
         return True
     ok = [s.client_ms for s in c.samples if not s.error and s.client_ms is not None]
     return len(c.samples) < CALIBRATION_MAX and relative_ci_halfwidth(ok) > CALIBRATION_PRECISION
-WAKE_SQL = "SELECT 1 FORMAT Null"
+
+
+WAKE_SQL = "SELECT 1 FORMAT Null"  # the untimed wake-up after the probes
 MAX_ERRORS = 3  # a query side that failed this often (or twice with no success) stops
 
 
@@ -153,12 +156,10 @@ class Runner:
                 side = self.by_id[sid]
                 q = side.query(name)
                 assert q is not None
-                entry.sides[sid] = {"sql": q.sql, "sql_sent": prepare_sql(q.sql, keep)}
                 st.settings[sid], unknown = query_settings(self.base_settings(sid, q), q.settings, self.infos[sid])
-                if q.settings:
-                    entry.sides[sid]["settings"] = dict(q.settings)
-                if unknown:
-                    entry.sides[sid]["unsupported_settings"] = unknown
+                entry.sides[sid] = QuerySide(sql=q.sql, sql_sent=prepare_sql(q.sql, keep),
+                                             settings=dict(q.settings) if q.settings else None,
+                                             unsupported_settings=unknown or None)
                 st.done[sid], st.ok_times[sid], st.ok_keys[sid], st.errors[sid] = sid in self.failed_sides, [], [], 0
             if name not in entries:
                 self.doc.queries.append(entry)
@@ -311,7 +312,7 @@ class Runner:
         """This side does not run the query, for this reason (never timed)."""
         if sid in st.sides and not st.done.get(sid):
             st.done[sid] = True
-            st.entry.sides[sid]["skipped"] = why
+            st.entry.sides[sid].skipped = why
 
 
     # -- set-up and tear-down --------------------------------------------------------------
@@ -403,7 +404,7 @@ class Runner:
         return all(relative_ci_halfwidth(st.ok_times[sid]) <= self.plan.target_precision for sid in live)
 
     def _run_once(self, st: QueryState, sid: str, round_no: int, warmup: bool) -> None:
-        s = self._execute(self.by_id[sid], st.entry.sides[sid]["sql_sent"], st.settings[sid], round_no, warmup)
+        s = self._execute(self.by_id[sid], st.entry.sides[sid].sql_sent, st.settings[sid], round_no, warmup)
         self._record(st, s)
         if warmup and s.error:
             skip_if_missing(self, st, s)
@@ -461,8 +462,9 @@ class Runner:
         """A separate run's rounds ``first``…``last`` when the probe covering them saw
         other processes busy above ``--quiet-threshold`` of the CPUs: their samples are
         kept in the file but marked, count towards no query's runs and are measured
-        again — until ``--quiet-wait`` seconds went into rounds set aside; after that the
-        machine is taken as it is, and the file says it never got quiet. Side by side,
+        again — until ``--quiet-wait`` seconds have passed since the first round set
+        aside; after that the machine is taken as it is, and the file says it never got
+        quiet. Side by side,
         both sides share the busy machine and the paired analysis cancels it: nothing is
         set aside. Returns whether any query has runs to measure again."""
         plan = self.plan

@@ -58,9 +58,10 @@ def stat_threshold(a: list[float], b: list[float], seed: int) -> float:
 def decide(a: SideData, b: SideData, name: str, test_threshold: float | None) -> tuple[str, str, ClickHouseDecision]:
     """ClickHouse's verdict for one query, why, and the numbers that decided it."""
     thr = DEFAULT_TEST_THRESHOLD if test_threshold is None else test_threshold
-    left, right = float(np.median(a.times)), float(np.median(b.times))
+    ta, tb = a.raw_times or a.times, b.raw_times or b.times  # as measured: CI's rule knows no round factors
+    left, right = float(np.median(ta)), float(np.median(tb))
     diff = (right - left) / left if left > 0 else math.inf
-    st = stat_threshold(a.times, b.times, SEED + zlib.crc32(name.encode()))
+    st = stat_threshold(ta, tb, SEED + zlib.crc32(name.encode()))
     changed_at, unstable_at = max(CHANGED_MIN, thr), max(UNSTABLE_MIN, thr + UNSTABLE_MARGIN)
     changed = abs(diff) > changed_at and abs(diff) >= st
     if changed:

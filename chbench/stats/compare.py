@@ -170,14 +170,16 @@ def ratio_interval(a: list[float], b: list[float], seed: int) -> tuple[float, fl
 
 
 def side_summary(s: SideData | None) -> SideSummary | None:
-    """One side described, its numbers rounded as the JSON prints them (4 decimals), so
-    every report shows exactly what ``compare --format json`` says."""
+    """One side described as measured (before any round factors were taken out), its
+    numbers rounded as the JSON prints them (4 decimals), so every report shows exactly
+    what ``compare --format json`` says."""
     if s is None:
         return None
     out = SideSummary(runs=len(s.times), errors=s.errors, error_sample=s.error_sample)
-    if s.times:
-        out.stats = {k: round(v, 4) for k, v in percentiles(s.times).items()}
-        lo, hi = median_ci(s.times)
+    measured = s.raw_times or s.times
+    if measured:
+        out.stats = {k: round(v, 4) for k, v in percentiles(measured).items()}
+        lo, hi = median_ci(measured)
         out.median_ci = (round(lo, 4), round(hi, 4))
     elif s.summary:
         out.stats = {k: round(v, 4) for k, v in s.summary.items()}

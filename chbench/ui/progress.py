@@ -46,7 +46,7 @@ class Progress:
 
 
 def _describe(st: QueryState, sid: str) -> str:
-    if st.entry.sides.get(sid, {}).get("skipped"):
+    if st.entry.skipped(sid):
         return f"{sid}: skipped"
     ok = st.ok_times[sid]
     errs = st.errors[sid]
