@@ -36,6 +36,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from bench.drift_bars import chbench, compare  # noqa: E402 - the command line, as the other bench scripts run it
+
 OUT = REPO / "bench" / "out"
 FLAG = ("slower", "faster")
 DEFINITE = ("no change", "slower", "faster")
@@ -50,18 +52,6 @@ while True:
         pass
     time.sleep(0.450)
 """
-
-
-def chbench(*args: str) -> subprocess.CompletedProcess[str]:
-    p = subprocess.run([sys.executable, "-m", "chbench", *args], cwd=REPO, capture_output=True, text=True)
-    if p.returncode not in (0, 1):
-        raise SystemExit(f"chbench {' '.join(args)} failed ({p.returncode}): {p.stderr.strip()}")
-    return p
-
-
-def compare(*args: str) -> tuple[dict, int]:
-    p = chbench("compare", *args, "--format", "json")
-    return json.loads(p.stdout), p.returncode
 
 
 def run(path: Path, *args: str, neighbour: bool = False) -> None:
@@ -98,7 +88,7 @@ def sbs(res: dict, runs: int) -> None:
             f = OUT / f"v24-sbs-{kind}-{i}.json"
             t = time.monotonic()
             run(f, "--iterations", "15", *extra)
-            doc, code = compare(str(f))
+            doc, code, _ = compare(str(f))
             v = [q["verdict"] for q in doc["queries"]]
             u = [(q.get("unpaired") or {}).get("verdict", q["verdict"]) for q in doc["queries"]]
             out[kind].append({"verdicts": counts(v), "unpaired": counts(u), "exit": code,
@@ -123,7 +113,7 @@ def separate(res: dict, pairs: int) -> None:
         a, b = OUT / f"v24-sep-{i}-a.json", OUT / f"v24-sep-{i}-b.json"
         run(a, "--iterations", "15")
         run(b, "--iterations", "15", neighbour=disturbed)
-        doc, code = compare(str(a), str(b))
+        doc, code, _ = compare(str(a), str(b))
         v = [q["verdict"] for q in doc["queries"]]
         m = doc["summary"].get("machine") or {}
         out.append({"disturbed": disturbed, "flagged": sum(x in FLAG for x in v),

@@ -35,7 +35,7 @@ def findings(doc: ComparisonDoc, separate: bool) -> list[str]:
         who = " and ".join(k.upper() for k in ("a", "b") if aside.get(k, {}).get("never_quiet"))
         out.append(f"the machine never got quiet during {who} within --quiet-wait: the rest was measured as it was; "
                    "rerun when the other work is done, or measure side by side")
-    qualified = [q for q in doc.queries if q.verdict == UNSTABLE and q.reason == f"{busier} ran on a busier machine"]
+    qualified = [q for q in doc.queries if q.verdict == UNSTABLE and q.busier_machine]
     if qualified:
         out.append(f"{len(qualified)} quer{'y' if len(qualified) == 1 else 'ies'} slower in {busier}, which ran on the "
                    f"busier machine: not told apart from the machine ({', '.join(q.name for q in qualified[:5])})")

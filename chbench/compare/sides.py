@@ -18,7 +18,7 @@ from chbench.results import (
 )
 from chbench.stats.compare import SideData
 from chbench.stats.histogram import Histogram
-from chbench.stats.rounds import RoundFactors, round_factors
+from chbench.stats.rounds import RoundFactors, take_out
 
 
 @dataclass
@@ -148,20 +148,7 @@ def without_round_factors(side: Side) -> RoundFactors | None:
     """A separate run's times with each round's machine factor taken out
     (``stats/rounds.py``), the times as measured kept in ``raw_times``; None (the side
     as it was) when its rounds hold too few queries."""
-    keyed = {name: d.keyed() for name, d in side.queries.items() if d.keyed()}
-    done = round_factors(keyed)
-    if done is None:
-        return None
-    adjusted, factors = done
-    for name, times in adjusted.items():
-        d = side.queries[name]
-        d.raw_times, d.times, d.round_spread = d.times, times, factors.spread
-        if d.sessions:
-            by_session: dict[int, list[float]] = {}
-            for (session, _), t in zip(d.keys, times, strict=True):
-                by_session.setdefault(session, []).append(t)
-            d.sessions = [by_session[k] for k in sorted(by_session)]
-    return factors
+    return take_out(side.queries)
 
 
 def _load_sides(path: str, doc: LoadDocument, metric: str) -> list[Side]:

@@ -486,7 +486,7 @@ def _busier_machine(rows: list[QueryComparison], tested: list[int], machine: dic
         if (r.verdict == SLOWER and busier == "B") or (r.verdict == FASTER and busier == "A"):
             if r.vs_one is None:
                 r.vs_one = Evidence(r.verdict, ci=r.ci, p_adjusted=r.p_adjusted, why=r.why)
-            r.verdict = UNSTABLE
+            r.verdict, r.busier_machine = UNSTABLE, busier
             r.reasons.append(f"{r.ratio - 1 if r.ratio else 0:+.1%} while the machine was busier during {busier} "
                              f"({what}): not told apart from the machine")
             r.why = "cannot tell a change from the machine: " + "; ".join(r.reasons)

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from chbench.stats.compare import SideData
+
 MIN_QUERIES = 4
 
 
@@ -69,3 +71,23 @@ def round_factors(times: dict[str, list[tuple[tuple[int, int], float]]],
     # robust (1.4826 x MAD): one disturbed round must not inflate every query's allowance
     spread = 1.4826 * float(np.median(np.abs(levels - np.median(levels)))) if len(levels) > 1 else 0.0
     return out, RoundFactors(typical, spread)
+
+
+def take_out(queries: dict[str, SideData]) -> RoundFactors | None:
+    """One separate run's queries with each round's factor taken out, in place: the
+    adjusted times in ``times`` (and its sessions), the times as measured in
+    ``raw_times``, the side's factor spread in ``round_spread``. None (the run as it
+    was) when its rounds hold too few queries."""
+    done = round_factors({name: d.keyed() for name, d in queries.items() if d.keyed()})
+    if done is None:
+        return None
+    adjusted, factors = done
+    for name, times in adjusted.items():
+        d = queries[name]
+        d.raw_times, d.times, d.round_spread = d.times, times, factors.spread
+        if d.sessions:
+            by_session: dict[int, list[float]] = {}
+            for (session, _), t in zip(d.keys, times, strict=True):
+                by_session.setdefault(session, []).append(t)
+            d.sessions = [by_session[k] for k in sorted(by_session)]
+    return factors

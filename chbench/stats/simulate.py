@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from chbench.stats.compare import BETWEEN_RUN_FACTOR, Options, SideData, compare_queries
-from chbench.stats.rounds import round_factors
+from chbench.stats.rounds import take_out
 
 # medians of the built-in suite's queries (ms) on the 2-core machine of 2026-12-01
 BUILTIN_MS = (472.0, 475.0, 617.0, 395.0, 330.0, 782.0, 392.0, 513.0, 439.0, 552.0)
@@ -174,14 +174,6 @@ def _options(mode: str) -> Options:
     return Options(between_run=BETWEEN_RUN_FACTOR)  # compare's default for two separate files
 
 
-def without_rounds(side: dict[str, SideData]) -> None:
-    """As ``compare`` treats a separate run: each round's machine factor taken out."""
-    done = round_factors({n: d.keyed() for n, d in side.items()})
-    if done is not None:
-        for n, times in done[0].items():
-            side[n].raw_times, side[n].times, side[n].round_spread = side[n].times, times, done[1].spread
-
-
 def verdicts(model: NoiseModel, mode: str, seed: int, change: float = 1.0,
              changed: tuple[int, ...] | None = None, probes: bool = True) -> list[str]:
     """One simulated comparison's verdicts, as ``chbench compare`` decides them;
@@ -191,8 +183,8 @@ def verdicts(model: NoiseModel, mode: str, seed: int, change: float = 1.0,
         a, b = side_by_side(model, seed, change, changed)
     else:
         a, b, machine = separate(model, seed, change, changed)
-        without_rounds(a)
-        without_rounds(b)
+        take_out(a)  # as compare treats a separate run (compare/sides.py)
+        take_out(b)
         if not probes:
             machine = {"probes": {"a": {}, "b": {}}, "busier": None, "material": False, "differences": []}
     doc = compare_queries(list(a), a, b, _options(mode), machine)

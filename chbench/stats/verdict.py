@@ -130,6 +130,9 @@ class QueryComparison:
     plan_changed: bool | None = None
     pipeline_changed: bool | None = None
     label: str | None = None  # replay: the normalized query's words
+    # separate runs: slower in this run, whose machine the probes show busier ("A"/"B"):
+    # made unstable for it (stats/compare.py, _busier_machine)
+    busier_machine: str | None = None
 
     @property
     def tested(self) -> bool:
