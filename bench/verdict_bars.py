@@ -106,6 +106,18 @@ def sbs(res: dict, runs: int) -> None:
     res["sbs"] = out
 
 
+def run_spread(path: Path) -> float:
+    """A run file's noise: the median over its queries of the kept samples' relative MAD."""
+    doc = json.loads(path.read_text())
+    per = []
+    for q in doc["queries"]:
+        t = [s["client_ms"] for s in q["samples"] if not s["warmup"] and not s.get("set_aside") and s["client_ms"]]
+        if len(t) > 2:
+            m = statistics.median(t)
+            per.append(statistics.median(abs(x - m) for x in t) / m)
+    return round(statistics.median(per), 4) if per else float("nan")
+
+
 def separate(res: dict, pairs: int) -> None:
     out = []
     for i in range(pairs):
@@ -118,6 +130,7 @@ def separate(res: dict, pairs: int) -> None:
         m = doc["summary"].get("machine") or {}
         out.append({"disturbed": disturbed, "flagged": sum(x in FLAG for x in v),
                     "definite": sum(x in DEFINITE for x in v), "verdicts": counts(v), "exit": code,
+                    "spread_a": run_spread(a), "spread_b": run_spread(b),
                     "busier": m.get("busier"), "machine": m.get("description"),
                     "set_aside": doc["summary"].get("set_aside"), "findings": doc.get("findings")})
         print(f"  pair {i} disturbed={disturbed}: {out[-1]['verdicts']} busier={out[-1]['busier']}",

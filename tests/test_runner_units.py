@@ -182,6 +182,32 @@ def _probe_log(monkeypatch: pytest.MonkeyPatch, target: FakeTarget, busy: list[f
                                     "cpus": 2})
 
     monkeypatch.setattr(rec.MachineRecorder, "read", read)
+    monkeypatch.setattr(rec, "BusyTimeline", lambda pids: FakeTimeline([], available=False))
+
+
+class FakeTimeline:
+    """The CPU timeline (chbench/machine/timeline.py) as a list: the cores other
+    processes used around each successive sample judged (then 0)."""
+
+    def __init__(self, cores: list[float], available: bool = True) -> None:
+        self.cores = iter(cores)
+        self.available = available
+        self.cpus = 2
+        self.note: str | None = None
+        self.judged = 0
+
+    def refresh(self) -> None:
+        pass
+
+    def covers(self, t: float) -> bool:
+        return True
+
+    def others(self, start: float, end: float) -> float | None:
+        self.judged += 1
+        return next(self.cores, 0.0)
+
+    def close(self) -> None:
+        pass
 
 
 def test_probes_only_between_rounds_each_followed_by_a_wake_up(monkeypatch):
@@ -234,10 +260,71 @@ def test_a_machine_that_never_gets_quiet_is_measured_as_it_is(monkeypatch):
     _probe_log(monkeypatch, target, [0.5] * 1_000_000)
     outcome = run_plan(_plan((target, _workload("q1"), {}), iterations=4, quiet_wait=0.05), None, Progress())
     record = outcome.doc.machine["set_aside"]
-    assert record["never_quiet"] and record["spent_s"] >= 0.05  # wall time since the first round set aside
+    assert record["never_quiet"] and record["spent_s"] >= 0.05  # the set-aside samples' slots
     assert len(outcome.doc.queries[0].measured("A")) == 4
     # side by side nothing is set aside: the pairs share the busy machine
     target2 = FakeTarget(lambda call: 5.0)
     _probe_log(monkeypatch, target2, [0.5] * 100)
     sbs = run_plan(_plan((target2, _workload("q1"), {}), (target2, _workload("q1"), {"x": "1"})), None, Progress())
     assert "set_aside" not in sbs.doc.machine
+
+
+def test_samples_the_timeline_shows_busy_are_set_aside_one_by_one(monkeypatch, tmp_path):
+    from chbench.machine import recorder as rec
+    from chbench.runner import runner
+
+    monkeypatch.setattr(runner, "PROBES_EVERY_S", 0.0)
+    # q1's 1st and q2's 1st sample ran while another process used 1.5 of the 2 cores
+    timeline = FakeTimeline([1.5, 1.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    monkeypatch.setattr(rec, "BusyTimeline", lambda pids: timeline)
+    out = tmp_path / "t.json"
+    outcome = run_plan(_plan((FakeTarget(lambda call: 5.0), _workload("q1", "q2"), {}), iterations=3,
+                             quiet_wait=60.0), str(out), Progress())
+    record = outcome.doc.machine["set_aside"]
+    assert record["by"] == "timeline" and record["samples"] == 2 and record["rounds"] == []
+    for q in outcome.doc.queries:
+        assert len(q.measured("A")) == 3  # the set-aside one measured again
+        aside = [s for s in q.samples if s.set_aside]
+        assert len(aside) == 1 and aside[0].round == 0 and aside[0].others_cores == 1.5
+        assert all(s.others_cores == 0.0 for s in q.measured("A"))
+    cmp = build_comparison([str(out), str(out)])
+    assert cmp.doc.summary.set_aside is not None and cmp.doc.summary.set_aside["samples"] == 4
+    assert any("4 runs set aside" in f for f in cmp.doc.findings)
+    from chbench.report.run import set_aside_lines
+
+    doc = open_results(str(out))
+    assert isinstance(doc, RunDocument) and "2 runs set aside" in set_aside_lines(doc)[0].text
+
+
+def test_kept_samples_on_a_quiet_machine_make_no_busier_run(monkeypatch, tmp_path):
+    """B's busy moments were set aside: its kept samples ran on a machine as quiet as
+    A's, whatever its readings' median says."""
+    from chbench.machine import recorder as rec
+
+    files = []
+    for name, busy in (("a", [0.0] * 10), ("b", [1.5] * 2)):
+        _probe_log(monkeypatch, FakeTarget(lambda call: 5.0), [0.0] * 50 if name == "a" else [0.3] * 50)
+        monkeypatch.setattr(rec, "BusyTimeline", lambda pids, busy=busy: FakeTimeline(busy))
+        out = tmp_path / f"{name}.json"
+        run_plan(_plan((FakeTarget(lambda call: 5.0), _workload("q1", "q2"), {}), iterations=4, quiet_wait=60.0),
+                 str(out), Progress())
+        files.append(str(out))
+    cmp = build_comparison(files)
+    probes = cmp.doc.summary.machine["probes"]
+    assert probes["b"]["client"]["others_share_readings"] == pytest.approx(0.3)
+    assert probes["b"]["client"]["others_share"] == 0.0 and cmp.doc.summary.machine["busier"] is None
+
+
+def test_a_machine_that_never_gets_quiet_sample_by_sample(monkeypatch):
+    from chbench.machine import recorder as rec
+    from chbench.runner import runner
+
+    monkeypatch.setattr(runner, "PROBES_EVERY_S", 0.0)
+    monkeypatch.setattr(rec, "BusyTimeline", lambda pids: FakeTimeline([1.0] * 1_000_000))
+    outcome = run_plan(_plan((FakeTarget(lambda call: 5.0), _workload("q1"), {}), iterations=4, quiet_wait=0.02),
+                       None, Progress())
+    record = outcome.doc.machine["set_aside"]
+    # each set-aside sample costs at least its own 5 ms: four of them reach 20 ms
+    assert record["never_quiet"] and record["spent_s"] >= 0.02 and record["samples"] == 4
+    q = outcome.doc.queries[0]
+    assert len(q.measured("A")) == 4 and all(s.others_cores == 1.0 for s in q.samples if not s.warmup)

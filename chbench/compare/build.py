@@ -129,6 +129,7 @@ def machine_state(a: Side, b: Side) -> dict[str, Any] | None:
     if a.machine and b.machine:
         probes = {"a": {k: summarize(v) for k, v in a.machine.items() if k != "reference"},
                   "b": {k: summarize(v) for k, v in b.machine.items() if k != "reference"}}
+        _kept_others(probes, a, b)
         reference = reference_change([ms for r in a.machine.get("reference", []) for ms in r["ms"]],
                                      [ms for r in b.machine.get("reference", []) for ms in r["ms"]])
         diff = difference(probes["a"], probes["b"], reference)
@@ -146,6 +147,20 @@ def machine_state(a: Side, b: Side) -> dict[str, Any] | None:
     return out
 
 
+def _kept_others(probes: dict[str, dict[str, Any]], a: Side, b: Side) -> None:
+    """Where both runs have the CPU timeline, other processes' share is the one during
+    the samples the verdicts use: a run whose busy moments were set aside ran its kept
+    samples on a machine as quiet as the other's (the readings' median stays, as
+    ``others_share_readings``)."""
+    if not a.kept_others or not b.kept_others:
+        return
+    for key, side in (("a", a), ("b", b)):
+        client = probes[key].get("client")
+        if client and client.get("cpus"):
+            client["others_share_readings"] = client.get("others_share")
+            client["others_share"] = sum(side.kept_others) / len(side.kept_others) / client["cpus"]
+
+
 def _between_run_note(a: Side, b_queries: dict[str, Any], factor: float) -> str:
     """Where the allowance for separate runs came from: measured or the fallback factor."""
     na = max((len(d.sessions) for d in a.queries.values()), default=0) or 1
@@ -158,16 +173,21 @@ def _between_run_note(a: Side, b_queries: dict[str, Any], factor: float) -> str:
 
 
 def set_aside_summary(a: Side, b: Side) -> dict[str, Any] | None:
-    """How many rounds each run set aside on a busy machine, and whether it ever got quiet."""
+    """How many runs (and rounds) each side set aside on a busy machine, how they were
+    told (``timeline``: per sample; ``probes``: per reading), and whether it ever got quiet."""
     if not a.set_aside and not b.set_aside:
         return None
-    out: dict[str, Any] = {"rounds": 0, "threshold": None, "never_quiet": False}
+    out: dict[str, Any] = {"rounds": 0, "samples": 0, "threshold": None, "never_quiet": False, "by": None}
     for label, side in (("a", a), ("b", b)):
         n = sum(int(r["to_round"]) - int(r["from_round"]) + 1 for rec in side.set_aside for r in rec.get("rounds", []))
-        out[label] = {"rounds": n, "never_quiet": any(rec.get("never_quiet") for rec in side.set_aside)}
+        runs = sum(int(rec.get("samples") or 0) for rec in side.set_aside)
+        quiet = not any(rec.get("never_quiet") for rec in side.set_aside)
+        out[label] = {"rounds": n, "samples": runs, "never_quiet": not quiet}
         out["rounds"] += n
+        out["samples"] += runs
         out["never_quiet"] = out["never_quiet"] or out[label]["never_quiet"]
         out["threshold"] = out["threshold"] or next((rec.get("threshold") for rec in side.set_aside), None)
+        out["by"] = out["by"] or next((rec.get("by") for rec in side.set_aside), None)
     return out
 
 

@@ -27,10 +27,13 @@ def findings(doc: ComparisonDoc, separate: bool) -> list[str]:
     elif busier:
         out.append(f"{busier} ran on a busier machine ({what}); rerun {busier}, or measure side by side")
     aside = s.set_aside or {}
-    if aside.get("rounds"):
-        per = ", ".join(f"{k.upper()} {aside[k]['rounds']}" for k in ("a", "b") if aside.get(k, {}).get("rounds"))
-        out.append(f"{aside['rounds']} rounds set aside ({per}): another process used more than "
-                   f"{aside['threshold']:.0%} of the CPUs; kept in the files, measured again, not in the verdicts")
+    unit = "samples" if aside.get("samples") else "rounds"  # files before the timeline counted rounds
+    if aside.get(unit):
+        per = ", ".join(f"{k.upper()} {aside[k][unit]}" for k in ("a", "b") if aside.get(k, {}).get(unit))
+        what = "runs" if unit == "samples" else "rounds"
+        out.append(f"{aside[unit]} {what} set aside ({per}): another process used more than "
+                   f"{aside['threshold']:.0%} of the CPUs while they ran; kept in the files, measured again, not in "
+                   "the verdicts")
     if aside.get("never_quiet"):
         who = " and ".join(k.upper() for k in ("a", "b") if aside.get(k, {}).get("never_quiet"))
         out.append(f"the machine never got quiet during {who} within --quiet-wait: the rest was measured as it was; "

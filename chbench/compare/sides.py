@@ -34,6 +34,8 @@ class Side:
     tests: list[dict[str, Any]] = field(default_factory=list)
     # rounds the run set aside on a busy machine (--quiet-wait): the runner's record
     set_aside: list[dict[str, Any]] = field(default_factory=list)
+    # cores other processes used while each kept sample ran (the CPU timeline), where known
+    kept_others: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -79,6 +81,8 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
                     data.errors += 1
                     data.error_sample = data.error_sample or _err_text(s.error)
                     continue
+                if s.others_cores is not None:
+                    sides[sid].kept_others.append(s.others_cores)
                 value = getattr(s, metric)
                 if value is None:
                     missing += 1
@@ -129,6 +133,7 @@ def merge_sides(parts: list[Side], label: str) -> Side:
             m.skipped = m.skipped or d.skipped
         side.calibration += part.calibration
         side.set_aside += part.set_aside
+        side.kept_others += part.kept_others
         side.test_of.update(part.test_of)
         side.tests = side.tests or part.tests
         for k, readings in part.machine.items():

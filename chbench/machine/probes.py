@@ -58,6 +58,10 @@ class ClientProbe:
         self._engines = self._engine_processes(engine_ports or [])
         self._last = self._counters()
 
+    @property
+    def engine_pids(self) -> list[int]:
+        return [p.pid for p in self._engines]
+
     def _engine_processes(self, ports: list[int]) -> list[Any]:
         """The processes serving the local targets' ports (their CPU is the engine's)."""
         if not ports:

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from chbench.machine.probes import ClientProbe, ServerProbe
 from chbench.machine.reference import ReferenceProbe
+from chbench.machine.timeline import BusyTimeline
 from chbench.targets import Target
 
 
@@ -36,6 +37,10 @@ class MachineRecorder:
         into.setdefault("client", [])
         into.setdefault("servers", {sid: [] for sid in self.servers})
         into.setdefault("notes", list(self.client.notes))
+        # other processes' CPU around each sample (no work in the timed path)
+        self.timeline = BusyTimeline(self.client.engine_pids)
+        if self.timeline.note:
+            into["notes"].append(self.timeline.note)
         self.reference = ReferenceProbe() if local else None
         if self.reference is not None:
             into.setdefault("reference", [])
@@ -58,5 +63,9 @@ class MachineRecorder:
                 self.into["notes"].append(self.reference.note)
 
     def close(self) -> None:
+        self.timeline.refresh()
+        if self.timeline.note and self.timeline.note not in self.into["notes"]:
+            self.into["notes"].append(self.timeline.note)
+        self.timeline.close()
         if self.reference is not None:
             self.reference.close()

@@ -120,14 +120,18 @@ def test_lines(doc: RunDocument) -> list[Text]:
 
 
 def set_aside_lines(doc: RunDocument) -> list[Text]:
-    """Rounds measured on a busy machine and measured again (``--quiet-wait``)."""
+    """Runs measured on a busy machine and measured again (``--quiet-wait``)."""
     rec = doc.machine.get("set_aside")
-    if not rec or not rec.get("rounds"):
+    if not rec or not (rec.get("rounds") or rec.get("samples")):
         return []
-    n = sum(int(r["to_round"]) - int(r["from_round"]) + 1 for r in rec["rounds"])
-    line = (f"{n} rounds set aside: other processes used more than {rec['threshold']:.0%} of the CPUs; their samples "
-            f"are kept in the file (set_aside) and were measured again ({rec['spent_s']:.0f} s of "
-            f"{rec['quiet_wait_s']:.0f} s)")
+    if rec.get("by") == "timeline":
+        what = f"{rec['samples']} runs set aside: other processes used more than {rec['threshold']:.0%} of the CPUs " \
+               "while they ran"
+    else:
+        n = sum(int(r["to_round"]) - int(r["from_round"]) + 1 for r in rec["rounds"])
+        what = f"{n} rounds set aside: other processes used more than {rec['threshold']:.0%} of the CPUs"
+    line = (f"{what}; their samples are kept in the file (set_aside) and were measured again ({rec['spent_s']:.0f} s "
+            f"of {rec['quiet_wait_s']:.0f} s)")
     if rec.get("never_quiet"):
         line += "; the machine never got quiet: the rest was measured as it was"
     return [Text(line)]

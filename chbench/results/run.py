@@ -27,6 +27,9 @@ class RunSample(Sample):
     # measured while another process kept the machine busy: kept, but not in the verdicts
     # and not counted towards the query's runs (chbench/runner/runner.py, --quiet-wait)
     set_aside: bool = False
+    # cores other processes used while it ran (the machine's CPU timeline,
+    # chbench/machine/timeline.py); absent where there is no timeline
+    others_cores: float | None = None
 
     @classmethod
     def of(cls, s: Sample, target: str, round_no: int, warmup: bool, started_at: float) -> RunSample:
@@ -37,14 +40,15 @@ class RunSample(Sample):
 
     def to_json(self) -> dict[str, Any]:
         out = {**{k: getattr(self, k) for k in _SAMPLE_FIELDS},
-               **present(self, "server_metrics", "server_ms_source", "session")}
+               **present(self, "server_metrics", "server_ms_source", "session", "others_cores")}
         if self.set_aside:
             out["set_aside"] = True
         return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RunSample:
-        return cls(**{k: d[k] for k in (*_SAMPLE_FIELDS, "server_metrics", "server_ms_source", "session", "set_aside")
+        return cls(**{k: d[k] for k in (*_SAMPLE_FIELDS, "server_metrics", "server_ms_source", "session", "set_aside",
+                                                  "others_cores")
                       if k in d})
 
     @property

@@ -39,6 +39,7 @@ from chbench.results.environment import now_iso
 from chbench.results.run import QuerySide
 from chbench.runner.execute import execute
 from chbench.runner.groups import GroupRun, skip_if_missing
+from chbench.runner.quiet import QuietGuard
 from chbench.runner.settings import group_settings, query_settings, settings_to_send, statement_settings
 from chbench.stats.paired import hl_halfwidth, pair_up
 from chbench.stats.summary import relative_ci_halfwidth
@@ -114,7 +115,7 @@ class Runner:
         self.counter = 0
         self.machine: MachineRecorder | None = None  # made when the rounds begin (after set-up)
         self.session = 0
-        self._aside_since: float | None = None  # when the first round was set aside (--quiet-wait)
+        self.quiet: QuietGuard | None = None  # what a busy machine sets aside (runner/quiet.py), with the probes
 
     # -- the results document ------------------------------------------------------------
     def _connect(self) -> None:
@@ -246,6 +247,7 @@ class Runner:
                 self._setup(states)
                 if self.plan.probes:
                     self.machine = MachineRecorder([(s.id, s.target) for s in self.plan.sides], self.doc.machine)
+                    self.quiet = QuietGuard(self.plan, self.doc.machine, self.machine.timeline)
             self.progress.start(states, self.plan)
             try:
                 self._phases(states)
@@ -406,6 +408,8 @@ class Runner:
     def _run_once(self, st: QueryState, sid: str, round_no: int, warmup: bool) -> None:
         s = self._execute(self.by_id[sid], st.entry.sides[sid].sql_sent, st.settings[sid], round_no, warmup)
         self._record(st, s)
+        if self.quiet is not None:
+            self.quiet.started(s)
         if warmup and s.error:
             skip_if_missing(self, st, s)
         self.progress.sample(st, s)
@@ -445,7 +449,7 @@ class Runner:
             if self.machine is not None and (not pending or time.monotonic() - last_probe >= PROBES_EVERY_S):
                 self.machine.read(round_no, self.session)
                 last_probe, disturbed = time.monotonic(), True
-                if self._set_aside(states, first_unread, round_no):
+                if self._set_aside(states, first_unread, round_no, final=not pending):
                     pending = [st for st in states if not st.finished()]
                 first_unread = round_no + 1
             if disturbed and pending:
@@ -458,55 +462,26 @@ class Runner:
                   for c in self.doc.calibration):
             self._calibrate(round_no)
 
-    def _set_aside(self, states: list[QueryState], first: int, last: int) -> bool:
-        """A separate run's rounds ``first``…``last`` when the probe covering them saw
-        other processes busy above ``--quiet-threshold`` of the CPUs: their samples are
-        kept in the file but marked, count towards no query's runs and are measured
-        again — until ``--quiet-wait`` seconds have passed since the first round set
-        aside; after that the machine is taken as it is, and the file says it never got
-        quiet. Side by side,
-        both sides share the busy machine and the paired analysis cancels it: nothing is
-        set aside. Returns whether any query has runs to measure again."""
-        plan = self.plan
-        readings = self.doc.machine.get("client") or []
-        if plan.side_by_side or plan.quiet_wait <= 0 or not readings:
+    def _set_aside(self, states: list[QueryState], first: int, last: int, final: bool) -> bool:
+        """Rounds ``first``…``last`` of a separate run, judged (runner/quiet.py): what
+        ran on a busy machine is set aside, its query measured again. Returns whether any
+        query has runs to measure again."""
+        if self.quiet is None:
             return False
-        r = readings[-1]
-        share = float(r.get("others_cores", 0.0)) / max(1, int(r.get("cpus", 1)))
-        if share <= plan.quiet_threshold:
-            return False
-        record = self.doc.machine.setdefault("set_aside", {"threshold": plan.quiet_threshold,
-                                                           "quiet_wait_s": plan.quiet_wait, "spent_s": 0.0,
-                                                           "rounds": [], "never_quiet": False})
-        if record["never_quiet"]:
-            return False
-        # the budget is wall time since the first round set aside (measured: counting only
-        # the set-aside queries' own time let a suite of 10 ms queries on a busy machine
-        # redo rounds for minutes: probes, wake-ups and checkpoints are time too)
-        if self._aside_since is None:
-            self._aside_since = time.monotonic()
-        record["spent_s"] = round(time.monotonic() - self._aside_since, 3)
-        if record["spent_s"] >= plan.quiet_wait:
-            record["never_quiet"] = True
-            return False
-        record["rounds"].append({"session": self.session, "from_round": first, "to_round": last,
-                                 "others_share": round(share, 4)})
+        aside = self.quiet.check([st.entry for st in states], self.session, first, last, final)
         again = False
-        for st in states:
-            for s in st.entry.samples:
-                if (s.warmup or s.set_aside or s.error or (s.session or 0) != self.session
-                        or not first <= s.round <= last or s.client_ms is None):
-                    continue
-                s.set_aside = True
-                st.spent_s -= s.client_ms / 1000.0  # measured again without eating its time budget
-                key = (s.session or 0, s.round)
-                if key in st.ok_keys[s.target]:
-                    i = st.ok_keys[s.target].index(key)
-                    del st.ok_keys[s.target][i], st.ok_times[s.target][i]
-                if s.target not in self.failed_sides:
-                    st.done[s.target] = False
-                    again = True
-            self._update_done(st)
+        for i, s in aside:
+            st = states[i]
+            st.spent_s -= (s.client_ms or 0.0) / 1000.0  # measured again without eating its time budget
+            key = (s.session or 0, s.round)
+            if key in st.ok_keys[s.target]:
+                k = st.ok_keys[s.target].index(key)
+                del st.ok_keys[s.target][k], st.ok_times[s.target][k]
+            if s.target not in self.failed_sides:
+                st.done[s.target] = False
+                again = True
+        for i in {i for i, _ in aside}:
+            self._update_done(states[i])
         return again
 
     def _wake(self) -> None:
