@@ -86,9 +86,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="no machine-state probes and no calibration query between rounds (compare of separate "
                         "runs then cannot tell a busier machine from a slower engine)")
     r.add_argument("--quiet-wait", type=float, default=60.0, metavar="S",
-                   help="one target: rounds measured while other processes keep the machine busy are set aside "
-                        "and measured again, for at most S seconds after the first one (default 60; 0 keeps every "
-                        "round)")
+                   help="one target: query runs measured while other processes kept the machine busy are set "
+                        "aside and measured again, spending at most S seconds on them (default 60; 0 keeps every "
+                        "run)")
     r.add_argument("--quiet-threshold", type=percent, default=0.10, metavar="PCT",
                    help="what counts as busy: other processes' CPU above this share of all CPUs (default 10%%)")
     r.add_argument("--sessions", type=positive_int, default=1, metavar="N",

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from chbench.machine.probes import ClientProbe, ServerProbe
 from chbench.machine.reference import ReferenceProbe
-from chbench.machine.timeline import BusyTimeline
+from chbench.machine.timeline import MIN_WINDOW_S, TICK_S, BusyTimeline
 from chbench.targets import Target
 
 
@@ -41,6 +41,8 @@ class MachineRecorder:
         self.timeline = BusyTimeline(self.client.engine_pids)
         if self.timeline.note:
             into["notes"].append(self.timeline.note)
+        else:
+            into.setdefault("timeline", {"tick_s": TICK_S, "min_window_s": MIN_WINDOW_S})
         self.reference = ReferenceProbe() if local else None
         if self.reference is not None:
             into.setdefault("reference", [])

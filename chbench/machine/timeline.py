@@ -85,6 +85,10 @@ with open(path, "w", buffering=1) as out:
                 tracked[pid] = t[1]
         out.write(f"{time.time():.4f} {busy} {own}\n")
         time.sleep(max(0.0, every - (time.monotonic() - t0)))
+try:
+    os.unlink(path)  # chbench ended without closing it (killed)
+except OSError:
+    pass
 """
 
 
