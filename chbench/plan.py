@@ -41,6 +41,9 @@ class Plan:
     allow_writes: bool = False
     interleave: bool = True
     server_metrics: bool = False
+    # every measured run's server profile (ProfileEvents, operator times) fetched after
+    # the rounds, untimed (chbench/explain/collect.py); --no-explain
+    explain: bool = True
     calibration: bool = True
     probes: bool = True  # machine-state probes between rounds (chbench/machine/)
     # separate runs: rounds measured while other processes use more than this share of
@@ -72,4 +75,4 @@ class Plan:
                 "keep_format": self.keep_format, "allow_writes": self.allow_writes, "interleave": self.interleave,
                 "server_metrics": self.server_metrics, "sessions": self.sessions, "session_gap": self.session_gap,
                 "probes": self.probes, "calibration": self.calibration, "quiet_threshold": self.quiet_threshold,
-                "quiet_wait": self.quiet_wait}
+                "quiet_wait": self.quiet_wait, "explain": self.explain}

@@ -57,7 +57,7 @@ def test_uniform_shift_the_machine_explains_is_taken_out_of_every_verdict():
     assert verdicts(doc).count("no change") >= 8 and "slower" not in verdicts(doc)
     for q in doc["queries"]:
         assert q["vs_one"]["verdict"] in ("slower", "unstable")  # against 1 it did move
-        assert "common shift" in q["why"]
+        assert "common shift" in q["reasoning"]
 
 
 def test_query_that_moved_differently_still_stands_out_against_the_shift():
@@ -72,7 +72,7 @@ def test_query_that_moved_differently_still_stands_out_against_the_shift():
     q = doc["queries"][9]
     assert v[9] == "unstable" and v[:9].count("no change") >= 7
     assert q["vs_shift"]["verdict"] == "slower" and 1.25 < q["vs_shift"]["ratio"] < 1.40
-    assert q["reason"] == "B ran on a busier machine" and "not told apart from the machine" in q["why"]
+    assert q["reason"] == "B ran on a busier machine" and "not told apart from the machine" in q["reasoning"]
     a, b = sides(rng, [1.10] * 9 + [0.80])
     doc = compare_json(list(a), a, b, Options(between_run=0.7), machine=busier_b())
     assert verdicts(doc)[9] == "faster"
@@ -86,7 +86,7 @@ def test_a_query_the_busier_machine_may_have_hit_harder_is_unstable_not_slower()
     doc = compare_json(list(a), a, b, Options(), machine=busier_b())
     q = doc["queries"][9]
     assert q["verdict"] == "unstable" and q["vs_one"]["verdict"] == "slower"
-    assert "not told apart from the machine's uneven effect" in q["why"]
+    assert "not told apart from the machine's uneven effect" in q["reasoning"]
 
 
 def test_uniform_shift_the_probes_do_not_explain_is_a_global_slowdown():
@@ -113,7 +113,7 @@ def test_every_verdict_states_its_own_evidence():
     a["noisy"] = SideData(times=list(100 * rng.lognormal(0, 0.3, 6)))
     b["noisy"] = SideData(times=list(100 * rng.lognormal(0, 0.3, 6)))
     doc = compare_json(list(a), a, b, Options())
-    why = {q["verdict"]: q["why"] for q in doc["queries"]}
+    why = {q["verdict"]: q["reasoning"] for q in doc["queries"]}
     assert "p adj." in why["slower"] and "beyond ±5%" in why["slower"]
     assert "beyond ±5%" in why["faster"]
     assert "not significant" in why["no change"] or "within ±5%" in why["no change"]

@@ -77,10 +77,10 @@ def test_paired_json_keeps_todays_keys_and_the_unpaired_result():
     a, b = side_by_side(NoiseModel(), seed=7, change=1.2, changed=(0,))
     doc = compare_queries(list(a), a, b, Options(paired=True)).to_json()
     row = doc["queries"][0]
-    for key in ("name", "verdict", "ratio", "ci", "p_value", "p_adjusted", "a", "b", "flags", "reasons", "why"):
+    for key in ("name", "verdict", "ratio", "ci", "p_value", "p_adjusted", "a", "b", "flags", "reasons", "reasoning"):
         assert key in row
     assert row["verdict"] == "slower" and row["paired"]["pairs"] == 15
-    assert set(row["unpaired"]) == {"verdict", "ratio", "ci", "p_value", "p_adjusted", "why"}
+    assert set(row["unpaired"]) == {"verdict", "ratio", "ci", "p_value", "p_adjusted", "reasoning"}
     assert doc["summary"]["paired"] == 10 and doc["summary"]["verdicts"]["slower"] >= 1
 
 

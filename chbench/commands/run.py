@@ -82,6 +82,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--no-interleave", action="store_true", help="all runs of a query before the next one")
     r.add_argument("--server-metrics", action="store_true", help="fetch query_log metrics for every sample")
     r.add_argument("--no-calibration", action="store_true", help="skip the drift-guard calibration query")
+    r.add_argument("--no-explain", action="store_true",
+                   help="do not fetch each run's server profile (ProfileEvents, operator times) after the rounds: "
+                        "compare and chbench explain then cannot say why a query changed")
     r.add_argument("--no-probes", action="store_true",
                    help="no machine-state probes and no calibration query between rounds (compare of separate "
                         "runs then cannot tell a busier machine from a slower engine)")
@@ -144,7 +147,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
                 keep_format=args.keep_format, allow_writes=args.allow_writes, interleave=not args.no_interleave,
                 server_metrics=args.server_metrics, calibration=not (args.no_calibration or args.no_probes),
                 probes=not args.no_probes, max_threads=args.max_threads, quiet_wait=max(0.0, args.quiet_wait),
-                quiet_threshold=args.quiet_threshold,
+                quiet_threshold=args.quiet_threshold, explain=not args.no_explain,
                 sessions=args.sessions, session_gap=max(0.0, args.session_gap))
 
 

@@ -14,6 +14,7 @@ from chbench.compare.findings import findings
 from chbench.compare.pertest import per_test, test_of_queries, thresholds_of
 from chbench.compare.sides import Side, Sides, merge_sides, sides_of, without_round_factors
 from chbench.errors import UsageError
+from chbench.explain.build import explain_rows
 from chbench.results import open_results
 from chbench.stats.compare import BETWEEN_RUN_FACTOR, Options, compare_queries, machine_change
 from chbench.stats.machine import describe, difference, reference_change, summarize
@@ -130,8 +131,7 @@ def machine_state(a: Side, b: Side) -> dict[str, Any] | None:
         probes = {"a": {k: summarize(v) for k, v in a.machine.items() if k != "reference"},
                   "b": {k: summarize(v) for k, v in b.machine.items() if k != "reference"}}
         _kept_others(probes, a, b)
-        reference = reference_change([ms for r in a.machine.get("reference", []) for ms in r["ms"]],
-                                     [ms for r in b.machine.get("reference", []) for ms in r["ms"]])
+        reference = reference_change(_reference_ms(a), _reference_ms(b))
         diff = difference(probes["a"], probes["b"], reference)
     if cal is None and probes is None:
         return None
@@ -145,6 +145,17 @@ def machine_state(a: Side, b: Side) -> dict[str, Any] | None:
             # machine itself it is reported, not used to widen every interval
             out["log_change_bound"] = 0.0
     return out
+
+
+def _reference_ms(side: Side) -> list[float]:
+    """The reference task's timings, without those taken while other processes used more
+    than the run's --quiet-threshold of the CPUs (where the CPU timeline judged them):
+    the runs' busy moments were set aside, and the machine is compared on the rest."""
+    readings = side.machine.get("reference", [])
+    limit = next((rec.get("threshold") for rec in side.set_aside), None) or 0.10
+    cpus = next((int(r["cpus"]) for r in side.machine.get("client", []) if r.get("cpus")), 1)
+    kept = [r for r in readings if r.get("others_cores") is None or r["others_cores"] / cpus <= limit]
+    return [ms for r in (kept if len(kept) >= 2 else readings) for ms in r["ms"]]
 
 
 def _kept_others(probes: dict[str, dict[str, Any]], a: Side, b: Side) -> None:
@@ -239,5 +250,6 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
     checks = loaded[0].checks if not separate and loaded[0].checks else None
     if checks:
         apply_checks(doc, checks)
+    explain_rows(doc, a, b, rename, paired=not separate and opts.paired)
     doc.findings = findings(doc, separate)
     return Comparison(doc, a, b, checks)

@@ -30,7 +30,7 @@ def apply_checks(doc: ComparisonDoc, checks: dict[str, Any]) -> None:
             if ans["equal"] is False:
                 row.speed_verdict = row.verdict
                 row.verdict = ANSWER_CHANGED
-                row.why = row.reason = _answer_why(ans["a"], ans["b"])
+                row.reasoning = row.reason = _answer_why(ans["a"], ans["b"])
             elif ans["equal"] is None and "error" not in ans["a"] and "error" not in ans["b"]:
                 row.flags.append("LIMIT without a total order: answers not compared"
                                  if ans["a"].get("stable", True) and ans["b"].get("stable", True)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chbench.errors import UsageError
+from chbench.explain.build import profile_run
 from chbench.results import (
     ClickHouseBenchmarkFile,
     LoadDocument,
@@ -17,6 +18,7 @@ from chbench.results import (
     UpgradeScriptFile,
 )
 from chbench.stats.compare import SideData
+from chbench.stats.explain import ProfileRun
 from chbench.stats.histogram import Histogram
 from chbench.stats.rounds import RoundFactors, take_out
 
@@ -36,6 +38,8 @@ class Side:
     set_aside: list[dict[str, Any]] = field(default_factory=list)
     # cores other processes used while each kept sample ran (the CPU timeline), where known
     kept_others: list[float] = field(default_factory=list)
+    # each query's measured runs with a server profile (chbench/explain), by query name
+    profiles: dict[str, list[ProfileRun]] = field(default_factory=dict)
 
 
 @dataclass
@@ -83,6 +87,8 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
                     continue
                 if s.others_cores is not None:
                     sides[sid].kept_others.append(s.others_cores)
+                if s.profile and s.profile.get("counters") is not None:
+                    sides[sid].profiles.setdefault(q.name, []).append(profile_run(s))
                 value = getattr(s, metric)
                 if value is None:
                     missing += 1
@@ -134,6 +140,9 @@ def merge_sides(parts: list[Side], label: str) -> Side:
         side.calibration += part.calibration
         side.set_aside += part.set_aside
         side.kept_others += part.kept_others
+        for name, runs in part.profiles.items():  # rounds of different files are different rounds
+            side.profiles.setdefault(name, []).extend(
+                ProfileRun((i * FILE_SESSIONS + r.key[0], r.key[1]), r.counters, r.operators) for r in runs)
         side.test_of.update(part.test_of)
         side.tests = side.tests or part.tests
         for k, readings in part.machine.items():

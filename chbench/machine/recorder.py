@@ -58,14 +58,23 @@ class MachineRecorder:
             elif probe.note and probe.note not in self.into["notes"]:
                 self.into["notes"].append(f"side {sid}: {probe.note}")
         if self.reference is not None:
+            started = time.time()
             ms = self.reference.read()
             if ms:
-                self.into["reference"].append({**at, "ms": ms})
+                self.into["reference"].append({**at, "ms": ms, "started": round(started, 3),
+                                               "seconds": round(time.time() - started, 4)})
             elif self.reference.note and self.reference.note not in self.into["notes"]:
                 self.into["notes"].append(self.reference.note)
 
     def close(self) -> None:
         self.timeline.refresh()
+        # the reference task's readings too say who else used the CPU while they ran:
+        # compare leaves out those taken on a busy machine, as the runs set aside
+        for r in self.into.get("reference", []):
+            if "started" in r and "others_cores" not in r:
+                cores = self.timeline.others(r["started"], r["started"] + r["seconds"])
+                if cores is not None:
+                    r["others_cores"] = round(cores, 3)
         if self.timeline.note and self.timeline.note not in self.into["notes"]:
             self.into["notes"].append(self.timeline.note)
         self.timeline.close()

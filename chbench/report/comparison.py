@@ -31,7 +31,7 @@ def notes_of(row: QueryComparison, full: bool = True) -> str:
     table say the rest)."""
     if not full:
         return row.reason or "; ".join(row.reasons[:1] or row.flags[:1])
-    why = [row.why] if row.why else list(row.reasons)
+    why = [row.reasoning] if row.reasoning else list(row.reasons)
     return "; ".join(why + list(row.flags))
 
 

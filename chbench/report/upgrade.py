@@ -81,7 +81,7 @@ def _answer_details(doc: ComparisonDoc, answers: dict[str, Any]) -> list[Block]:
         if ans is None or ans["equal"] is not False:
             continue
         a, b = ans["a"], ans["b"]
-        blocks: list[Block] = [Text(row.why or "")]
+        blocks: list[Block] = [Text(row.reasoning or "")]
         if a.get("types") != b.get("types"):
             blocks.append(Text(f"types A: {', '.join(a.get('types') or [])}; B: {', '.join(b.get('types') or [])}"))
         diff = differing_rows(a, b)

@@ -30,6 +30,9 @@ class RunSample(Sample):
     # cores other processes used while it ran (the machine's CPU timeline,
     # chbench/machine/timeline.py); absent where there is no timeline
     others_cores: float | None = None
+    # the server's profile of this run, fetched after the rounds (chbench/explain/collect.py):
+    # {"counters": {name: value}, "operators": {name: {"n", "elapsed_us", ...}}}
+    profile: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, s: Sample, target: str, round_no: int, warmup: bool, started_at: float) -> RunSample:
@@ -40,7 +43,7 @@ class RunSample(Sample):
 
     def to_json(self) -> dict[str, Any]:
         out = {**{k: getattr(self, k) for k in _SAMPLE_FIELDS},
-               **present(self, "server_metrics", "server_ms_source", "session", "others_cores")}
+               **present(self, "server_metrics", "server_ms_source", "session", "others_cores", "profile")}
         if self.set_aside:
             out["set_aside"] = True
         return out
@@ -48,7 +51,7 @@ class RunSample(Sample):
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RunSample:
         return cls(**{k: d[k] for k in (*_SAMPLE_FIELDS, "server_metrics", "server_ms_source", "session", "set_aside",
-                                                  "others_cores")
+                                                  "others_cores", "profile")
                       if k in d})
 
     @property

@@ -32,6 +32,7 @@ from chbench.errors import (
     QueryError,
     ServerLost,
 )
+from chbench.explain.collect import collect
 from chbench.machine.recorder import MachineRecorder
 from chbench.plan import Plan, SidePlan
 from chbench.results import Calibration, Meta, ResultsWriter, RunDocument, RunQuery, RunSample, RunTarget
@@ -229,6 +230,8 @@ class Runner:
                 stop = self._measure(self._states(), k)
         if stop is None and self.plan.server_metrics:
             stop = self._guard(self._server_metrics)
+        if stop is None and self.plan.explain:
+            stop = self._guard(self._explain)
         return stop
 
     def _guard(self, step: Callable[[], None]) -> tuple[str, int, str] | None:
@@ -504,6 +507,37 @@ class Runner:
                 c.sql = CALIBRATION_FALLBACK_SQL  # e.g. no numbers_mt on 18.x
                 s = self._execute(side, prepare_sql(c.sql), self.sent[c.target], round_no, False)
             c.samples.append(s)
+
+    # -- the server's profile of every run (chbench explain) -------------------------------
+    def _explain(self) -> None:
+        """Each distinct target's profiles, in batches by query_id, after the rounds;
+        what a target cannot give is said once per side (``meta.explain``)."""
+        info: dict[str, Any] = {}
+        for target, side_ids in self._targets_with_sides():
+            if not target.capabilities.query_log:
+                note = target.explain_note()
+                info.update({sid: {"counters": False, "operators": False, "runs": 0, "notes": [note]}
+                             for sid in side_ids})
+                continue
+            samples = [s for q in self.doc.queries for s in q.samples
+                       if s.target in side_ids and not s.warmup and not s.error]
+            try:
+                got = collect(target, [s.query_id for s in samples])
+            except QueryError as e:
+                info.update({sid: {"counters": False, "operators": False, "runs": 0,
+                                   "notes": [f"no server profile: {e.message}"]} for sid in side_ids})
+                continue
+            for s in samples:
+                s.profile = got.profiles.get(s.query_id)
+            info.update({sid: got.describe() for sid in side_ids})
+        self.doc.meta.extra["explain"] = info
+
+    def _targets_with_sides(self) -> list[tuple[Target, list[str]]]:
+        """Each distinct target once, with the sides it serves (sides may share one)."""
+        out: dict[int, tuple[Target, list[str]]] = {}
+        for side in self.plan.sides:
+            out.setdefault(id(side.target), (side.target, []))[1].append(side.id)
+        return list(out.values())
 
     # -- server metrics --------------------------------------------------------------------
     def _server_metrics(self) -> None:

@@ -86,7 +86,7 @@ def apply_clickhouse(result: ComparisonResult, side_a: dict[str, SideData], side
         if not row.tested or a is None or b is None or not a.times or not b.times:
             continue  # untested (one side only, failed, skipped, summary numbers): as chbench decided
         verdict, why, decision = decide(a, b, row.name, thresholds.get(row.name))
-        row.chbench = Evidence(row.verdict, why=row.why)
-        row.verdict, row.why, row.clickhouse = verdict, why, decision
+        row.chbench = Evidence(row.verdict, reasoning=row.reasoning)
+        row.verdict, row.reasoning, row.clickhouse = verdict, why, decision
         row.reason = f"ClickHouse CI's rule: {why}"
     result.recount()

@@ -233,7 +233,7 @@ def compare_queries(
     if unpaired is not None:
         for row, u in zip(rows, unpaired, strict=True):
             if row.paired is not None:
-                row.unpaired = Evidence(u.verdict, u.ratio, u.ci, u.p_value, u.p_adjusted, u.why)
+                row.unpaired = Evidence(u.verdict, u.ratio, u.ci, u.p_value, u.p_adjusted, u.reasoning)
     summary = _summary(rows, boots, side_a, side_b, names, machine, opts)
     summary.shift = shift
     summary.paired = sum(1 for r in rows if r.paired is not None)
@@ -465,7 +465,7 @@ def _verdicts(rows: list[QueryComparison], tested: list[int], opts: Options, wid
                                f"uneven effect (needs beyond ±{eff_thr:.0%})")
         else:
             row.verdict = NO_CHANGE
-        row.why = _why(row, significant, own, eff_thr)
+        row.reasoning = _why(row, significant, own, eff_thr)
         row.reason = short_reason(row, own.threshold, eff_thr)
         if widen and row.verdict in (SLOWER, FASTER, UNSTABLE):
             row.flags.append("machine itself changed between the runs: verdict qualified")
@@ -485,11 +485,11 @@ def _busier_machine(rows: list[QueryComparison], tested: list[int], machine: dic
         r = rows[i]
         if (r.verdict == SLOWER and busier == "B") or (r.verdict == FASTER and busier == "A"):
             if r.vs_one is None:
-                r.vs_one = Evidence(r.verdict, ci=r.ci, p_adjusted=r.p_adjusted, why=r.why)
+                r.vs_one = Evidence(r.verdict, ci=r.ci, p_adjusted=r.p_adjusted, reasoning=r.reasoning)
             r.verdict, r.busier_machine = UNSTABLE, busier
             r.reasons.append(f"{r.ratio - 1 if r.ratio else 0:+.1%} while the machine was busier during {busier} "
                              f"({what}): not told apart from the machine")
-            r.why = "cannot tell a change from the machine: " + "; ".join(r.reasons)
+            r.reasoning = "cannot tell a change from the machine: " + "; ".join(r.reasons)
             r.reason = f"{busier} ran on a busier machine"
 
 
@@ -510,7 +510,7 @@ def _why(row: QueryComparison, significant: bool, opts: Options, eff_thr: float)
 
 def short_reason(row: QueryComparison, thr: float, eff_thr: float) -> str:
     """The verdict's evidence in a few words, for tables a person scans; the full
-    reasoning stays in ``why`` (JSON, HTML, ``--verbose``)."""
+    reasoning stays in ``reasoning`` (JSON, HTML, ``--verbose``)."""
     half = (math.log(row.ci[1]) - math.log(row.ci[0])) / 2 if row.ci and row.ci[0] > 0 else math.inf
     how = "paired" if row.paired is not None else "pooled" if row.between_run is None else \
         "vs the shift" if row.between_run.source == "scatter around the shift" else "separate runs"

@@ -104,13 +104,13 @@ def apply_shift(rows: list[QueryComparison], against: list[QueryComparison], tes
     verdicts when the machine explains it."""
     for i in tested:
         r, s = rows[i], against[i]
-        r.vs_shift = Evidence(s.verdict, s.ratio, s.ci, p_adjusted=s.p_adjusted, why=s.why)
+        r.vs_shift = Evidence(s.verdict, s.ratio, s.ci, p_adjusted=s.p_adjusted, reasoning=s.reasoning)
         if shift.explained_by_machine:
-            r.vs_one = Evidence(r.verdict, ci=r.ci, p_adjusted=r.p_adjusted, why=r.why)
+            r.vs_one = Evidence(r.verdict, ci=r.ci, p_adjusted=r.p_adjusted, reasoning=r.reasoning)
             r.verdict, r.reasons, r.p_adjusted, r.reason = s.verdict, s.reasons, s.p_adjusted, s.reason
             lo, hi = s.ci or (math.nan, math.nan)
-            r.why = (f"against the machine's common shift ({pct(shift.ratio)}): {pct(s.ratio or 1.0)} "
-                     f"[{pct(lo)}, {pct(hi)}], {s.why}")
+            r.reasoning = (f"against the machine's common shift ({pct(shift.ratio)}): {pct(s.ratio or 1.0)} "
+                     f"[{pct(lo)}, {pct(hi)}], {s.reasoning}")
             r.flags = list(s.flags)
         elif s.verdict in ("slower", "faster"):
             r.flags.append(f"moved differently from the rest: {pct(s.ratio or 1.0)} against the common shift "

@@ -66,11 +66,11 @@ class Evidence:
     ci: tuple[float, float] | None = None
     p_value: float | None = None
     p_adjusted: float | None = None
-    why: str | None = None
+    reasoning: str | None = None
 
     def to_json(self, keys: tuple[str, ...]) -> dict[str, Any]:
         values = {"verdict": self.verdict, "ratio": self.ratio, "ci": _pair(self.ci), "p_value": self.p_value,
-                  "p_adjusted": self.p_adjusted, "why": self.why}
+                  "p_adjusted": self.p_adjusted, "reasoning": self.reasoning}
         return {k: values[k] for k in keys}
 
 
@@ -115,7 +115,10 @@ class QueryComparison:
     b: SideSummary | None = None
     flags: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)  # why the runs cannot tell a threshold-sized change
-    why: str | None = None  # the evidence for the verdict, in full
+    reasoning: str | None = None  # the evidence for the verdict, in full
+    # a slower or faster query: what changed on the server (chbench/stats/explain.py), as
+    # {"counters": [...], "operators": [...], "summary": "..."}; None otherwise
+    why: dict[str, Any] | None = None
     reason: str | None = None  # the same, in a few words (console and Markdown tables)
     threshold: float | None = None  # the query's own threshold, where it differs
     between_run: BetweenRun | None = None
@@ -155,8 +158,10 @@ class QueryComparison:
                        between_run_half=self.between_run.half)
         if self.threshold is not None:
             out["threshold"] = self.threshold
-        if self.p_adjusted is not None or self.why is not None:
+        if self.p_adjusted is not None or self.reasoning is not None:
             out["p_adjusted"] = self.p_adjusted
+        if self.reasoning is not None:
+            out["reasoning"] = self.reasoning
         if self.why is not None:
             out["why"] = self.why
         if self.reason is not None:
@@ -164,13 +169,13 @@ class QueryComparison:
         if self.paired is not None:
             out["paired"] = self.paired.to_json()
         if self.unpaired is not None:
-            out["unpaired"] = self.unpaired.to_json(("verdict", "ratio", "ci", "p_value", "p_adjusted", "why"))
+            out["unpaired"] = self.unpaired.to_json(("verdict", "ratio", "ci", "p_value", "p_adjusted", "reasoning"))
         if self.vs_shift is not None:
-            out["vs_shift"] = self.vs_shift.to_json(("ratio", "ci", "p_adjusted", "verdict", "why"))
+            out["vs_shift"] = self.vs_shift.to_json(("ratio", "ci", "p_adjusted", "verdict", "reasoning"))
         if self.vs_one is not None:
-            out["vs_one"] = self.vs_one.to_json(("verdict", "ci", "p_adjusted", "why"))
+            out["vs_one"] = self.vs_one.to_json(("verdict", "ci", "p_adjusted", "reasoning"))
         if self.chbench is not None:
-            out["chbench_verdict"], out["chbench_why"] = self.chbench.verdict, self.chbench.why
+            out["chbench_verdict"], out["chbench_reasoning"] = self.chbench.verdict, self.chbench.reasoning
         if self.clickhouse is not None:
             out["clickhouse"] = self.clickhouse.to_json()
         if self.answers is not None:

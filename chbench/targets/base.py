@@ -221,6 +221,10 @@ class Target(ABC):
             missing = [q for q in missing if q not in out]
         return out
 
+    def explain_note(self) -> str:
+        """Why this target gives no server profile per run (when it gives none)."""
+        return f"{self.kind}: no system.query_log to read each run's counters from"
+
     def flush_logs(self) -> None:
         """SYSTEM FLUSH LOGS (spelled as the server's version wants)."""
         try:

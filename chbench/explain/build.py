@@ -1,0 +1,45 @@
+"""From results files to explanations: each run's profile as the statistics take it,
+and the ``why`` of every slower or faster row of a comparison."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from chbench.results import RunSample
+from chbench.stats.explain import ProfileRun, Why, explain_query
+from chbench.stats.verdict import FLAGGED
+
+if TYPE_CHECKING:
+    from chbench.compare.document import ComparisonDoc
+    from chbench.compare.sides import Side
+
+
+def profile_run(s: RunSample) -> ProfileRun:
+    prof: dict[str, Any] = s.profile or {}
+    ops = {name: float(op.get("elapsed_us", 0.0)) for name, op in (prof.get("operators") or {}).items()}
+    return ProfileRun((s.session or 0, s.round), {k: float(v) for k, v in (prof.get("counters") or {}).items()}, ops)
+
+
+def why_of(a: list[ProfileRun], b: list[ProfileRun], paired: bool, ratio: float | None,
+           plan_changed: bool | None) -> Why:
+    plan = None if plan_changed is None else ("changed" if plan_changed else "same")
+    return explain_query(a, b, paired, ratio, plan)
+
+
+def explain_rows(doc: ComparisonDoc, a: Side, b: Side, rename: dict[str, str], paired: bool,
+                 every: bool = False) -> dict[str, Why]:
+    """Sets ``why`` on every slower or faster row (``every``: on every row) that both
+    sides have profiles for; returns the explanations by query name."""
+    b_profiles = {rename.get(n, n): runs for n, runs in b.profiles.items()}
+    out: dict[str, Why] = {}
+    for row in doc.queries:
+        if not every and row.verdict not in FLAGGED:
+            continue
+        pa, pb = a.profiles.get(row.name) or [], b_profiles.get(row.name) or []
+        if not pa and not pb:
+            continue
+        why = why_of(pa, pb, paired, row.ratio, row.plan_changed)
+        out[row.name] = why
+        if row.verdict in FLAGGED:
+            row.why = why.to_json()
+    return out

@@ -1,0 +1,133 @@
+"""The server's profile of every measured run, fetched by query_id after the rounds.
+
+Untimed and out of the timed path: one batch per few thousand query_ids, after
+``SYSTEM FLUSH LOGS``. From ``system.query_log``: every ProfileEvents counter the server
+recorded (a Map since 21.x, two parallel arrays — ``ProfileEvents.Names`` /
+``ProfileEvents.Values`` — on 18.16), and the query's own read_rows, read_bytes,
+result_rows, result_bytes, memory_usage and its threads (``peak_threads_usage`` where
+the server has it, else the number of ``thread_ids``). From
+``system.processors_profile_log``, where the server has it: per operator (processor
+name), its instances, ``elapsed_us``, and the time it waited for input and output.
+
+What a server lacks is said once, in the results file (``meta.explain``), never as an
+error: a server without processors_profile_log gives counters only; one without
+query_log gives nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from chbench.errors import QueryError, ServerLost
+from chbench.targets import Target
+
+BATCH = 2000
+QUERY_LOG_COLUMNS = ("read_rows", "read_bytes", "result_rows", "result_bytes", "memory_usage")
+UNKNOWN_TABLE = 60
+
+
+@dataclass
+class Collected:
+    profiles: dict[str, dict[str, Any]] = field(default_factory=dict)  # query_id -> profile
+    counters: bool = False
+    operators: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def describe(self) -> dict[str, Any]:
+        return {"counters": self.counters, "operators": self.operators, "runs": len(self.profiles),
+                "notes": self.notes}
+
+
+def _columns(target: Target, table: str) -> set[str]:
+    rows = target.query_rows(f"SELECT name FROM system.columns WHERE database = 'system' AND table = '{table}'")
+    return {r[0] for r in rows}
+
+
+def _ids(query_ids: list[str]) -> str:
+    return ",".join("'" + q.replace("'", "").replace("\\", "") + "'" for q in query_ids)
+
+
+def _query_log_sql(cols: set[str], ids: str) -> tuple[str, list[str]]:
+    if "ProfileEvents.Names" in cols:  # 18.x … 21.x: two parallel arrays
+        names, values = "ProfileEvents.Names", "ProfileEvents.Values"
+    else:
+        names, values = "mapKeys(ProfileEvents)", "mapValues(ProfileEvents)"
+    threads = ("peak_threads_usage" if "peak_threads_usage" in cols
+               else "length(thread_ids)" if "thread_ids" in cols
+               else "length(thread_numbers)" if "thread_numbers" in cols else "0")
+    extra: list[str] = [c for c in QUERY_LOG_COLUMNS if c in cols]
+    return (f"SELECT query_id, arrayStringConcat({names}, ','), "
+            f"arrayStringConcat(arrayMap(x -> toString(x), {values}), ','), toString({threads})"
+            + "".join(f", toString({c})" for c in extra)
+            + f" FROM system.query_log WHERE type = 2 AND query_id IN ({ids})"), extra
+
+
+def collect(target: Target, query_ids: list[str], settle_s: float = 3.0) -> Collected:
+    """Every run's profile that the server logged. A server logs a query just after
+    answering it, so ids still missing after a flush are asked for again for at most
+    ``settle_s`` seconds."""
+    out = Collected()
+    if not query_ids:
+        return out
+    try:
+        cols = _columns(target, "query_log")
+    except (QueryError, ServerLost) as e:
+        out.notes.append(f"no server profile: {getattr(e, 'message', e)}")
+        return out
+    if not cols:
+        out.notes.append("no server profile: this server keeps no system.query_log (enable <query_log> in its config)")
+        return out
+    ops = bool(_columns(target, "processors_profile_log"))
+    if not ops:
+        out.notes.append("no operator times: this server keeps no system.processors_profile_log (counters only)")
+    out.counters, out.operators = True, ops
+    missing = list(dict.fromkeys(query_ids))
+    deadline = time.monotonic() + settle_s
+    while missing:
+        try:
+            target.flush_logs()
+        except QueryError as e:
+            out.notes.append(f"logs not flushed ({e.message}): runs logged later are missing")
+        for i in range(0, len(missing), BATCH):
+            batch = missing[i: i + BATCH]
+            _counters(target, cols, batch, out)
+            if ops:
+                _operators(target, batch, out)
+        missing = [q for q in missing if q not in out.profiles]
+        if not missing or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    if missing:
+        out.notes.append(f"{len(missing)} of {len(set(query_ids))} runs not in system.query_log")
+    return out
+
+
+def _counters(target: Target, cols: set[str], ids: list[str], out: Collected) -> None:
+    sql, extra = _query_log_sql(cols, _ids(ids))
+    for r in target.query_rows(sql):
+        names, values = r[1].split(",") if r[1] else [], r[2].split(",") if r[2] else []
+        counters: dict[str, float] = {n: float(v) for n, v in zip(names, values, strict=False) if n}
+        threads = float(r[3])
+        if threads > 0:
+            counters["threads"] = threads
+        for c, v in zip(extra, r[4:], strict=False):
+            counters[c] = float(v)
+        prof = out.profiles.setdefault(r[0], {})
+        prof["counters"] = counters
+
+
+def _operators(target: Target, ids: list[str], out: Collected) -> None:
+    rows = target.query_rows(
+        "SELECT query_id, name, count(), sum(elapsed_us), sum(input_wait_elapsed_us), sum(output_wait_elapsed_us), "
+        f"sum(input_rows), sum(output_rows) FROM system.processors_profile_log WHERE query_id IN ({_ids(ids)}) "
+        "GROUP BY query_id, name")
+    got: dict[str, dict[str, dict[str, float]]] = {}
+    for r in rows:
+        got.setdefault(r[0], {})[r[1]] = {"n": float(r[2]), "elapsed_us": float(r[3]), "input_wait_us": float(r[4]),
+                                          "output_wait_us": float(r[5]), "input_rows": float(r[6]),
+                                          "output_rows": float(r[7])}
+    for qid, ops in got.items():
+        if qid in out.profiles:  # operators without the query's own row wait for it
+            out.profiles[qid]["operators"] = ops

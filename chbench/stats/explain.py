@@ -1,0 +1,277 @@
+"""Why a query got slower (or faster): the server's own counters and operator times,
+each compared between the sides like the time itself (docs/statistics.md, "Why").
+
+Per query, every metric the server recorded for its measured runs — each ProfileEvents
+counter and query_log column (``chbench/explain/collect.py``), and each operator's
+``elapsed_us`` from ``system.processors_profile_log`` — is compared as the time is:
+side by side on the per-round log ratios (Hodges–Lehmann with the signed-rank interval,
+Wilcoxon's test; ``stats/paired.py``), otherwise on the two samples (ratio of medians,
+bootstrap interval, Mann–Whitney). Counters are counts: compared as value + 1, so a
+counter that is 0 on one side has a finite ratio. False discoveries are controlled
+across the query's metrics by Benjamini–Hochberg (many metrics, few of them real); a
+metric is *changed* when its adjusted p < 0.05 and it moved by at least 5%.
+
+Ranking, most explanatory first:
+1. causes: what was read (marks, parts, ranges, rows, bytes), threads, caches, compiled
+   expressions, spilling, what was sent — and operators found on one side only (the
+   plan changed);
+2. operators, by how much of the time change their own time accounts for; other
+   counters by the size of their change;
+3. the generic time counters (real, user, system, CPU, wait): effects, kept for the
+   CPU-versus-wall fact.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from chbench.stats.compare import SEED, benjamini_hochberg, ratio_interval
+from chbench.stats.paired import analyse, pair_up
+
+ALPHA = 0.05
+MATERIAL = 0.05  # a changed metric moved at least this much
+MIN_PAIRS = 6  # side by side, fewer pairs: compared as two samples
+MIN_RUNS = 3  # per side
+
+# the counters a ClickHouse engineer reads first: what the query read, how, and where
+# its time went besides computing (substrings of the names)
+CAUSES = ("SelectedMarks", "SelectedParts", "SelectedRanges", "SelectedRows", "SelectedBytes",
+          "read_rows", "read_bytes", "result_rows", "result_bytes", "threads", "QueryCache",
+          "UncompressedCache", "MarkCache", "CompileFunction", "CompileExpressions", "CompiledExpression",
+          "ExternalSort", "ExternalAggregation", "ExternalJoin", "ExternalProcessing", "NetworkSendBytes",
+          "FilteringMarksWith", "SkipIndex", "ReadInOrder", "memory_usage")
+EFFECTS = ("RealTimeMicroseconds", "UserTimeMicroseconds", "SystemTimeMicroseconds",
+           "OSCPUVirtualTimeMicroseconds", "OSCPUWaitMicroseconds", "OSIOWaitMicroseconds",
+           "query_duration_ms", "NetworkSendElapsedMicroseconds", "SoftPageFaults", "HardPageFaults",
+           "ContextLock", "RWLockAcquiredReadLocks")
+
+
+@dataclass(frozen=True)
+class ProfileRun:
+    """One measured run's profile: its round key, and the server's numbers."""
+
+    key: tuple[int, int]  # (session, round)
+    counters: dict[str, float]
+    operators: dict[str, float]  # operator name -> elapsed microseconds (all its instances)
+
+
+@dataclass
+class MetricChange:
+    kind: str  # "counter" | "operator"
+    name: str
+    a: float  # median over A's runs
+    b: float
+    ratio: float
+    ci: tuple[float, float]
+    p: float
+    p_adj: float = 1.0
+    changed: bool = False
+    tier: int = 2
+    share: float | None = None  # operators: this operator's share of all operators' time change
+    only: str | None = None  # an operator on one side only ("a" or "b")
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "a": self.a, "b": self.b, "ratio": self.ratio,
+                               "ci": list(self.ci), "p_adj": self.p_adj}
+        if self.share is not None:
+            out["share"] = self.share
+        if self.only is not None:
+            out["only"] = self.only
+        return out
+
+    def phrase(self) -> str:
+        if self.only == "b":
+            return f"{self.name} new in B ({_us(self.b)})"
+        if self.only == "a":
+            return f"{self.name} gone in B (was {_us(self.a)})"
+        return f"{self.name} {_times(self.ratio)} ({_num(self.a)} → {_num(self.b)})"
+
+
+@dataclass
+class Why:
+    counters: list[MetricChange] = field(default_factory=list)  # changed, ranked
+    operators: list[MetricChange] = field(default_factory=list)
+    facts: list[str] = field(default_factory=list)
+    tested: int = 0
+    note: str | None = None  # why there is nothing to say (no profiles, too few runs)
+
+    @property
+    def top(self) -> list[MetricChange]:
+        """Counters and operators together, most explanatory first."""
+        both = self.counters + self.operators
+        return sorted(both, key=_rank_key)
+
+    @property
+    def summary(self) -> str:
+        if self.facts:
+            return "; ".join(self.facts[:2])
+        if self.top:
+            return "; ".join(m.phrase() for m in self.top[:2])
+        return self.note or "no counter or operator changed"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"counters": [m.to_json() for m in self.counters],
+                               "operators": [m.to_json() for m in self.operators],
+                               "summary": self.summary, "facts": self.facts,
+                               "top": [m.name for m in self.top[:5]], "tested": self.tested,
+                               "changed": len(self.counters) + len(self.operators)}
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+def _rank_key(m: MetricChange) -> tuple[int, float]:
+    if m.kind == "operator":
+        return (1 if m.only else 2, -(m.share or 0.0))
+    return (m.tier, -abs(math.log(max(m.ratio, 1e-12))))
+
+
+def tier_of(name: str) -> int:
+    if any(c in name for c in CAUSES):
+        return 1
+    if name in EFFECTS:
+        return 3
+    return 2
+
+
+def _compare(kind: str, name: str, a: list[ProfileRun], b: list[ProfileRun], get: Any, paired: bool,
+             seed: int) -> MetricChange | None:
+    va = [(r.key, float(get(r))) for r in a]
+    vb = [(r.key, float(get(r))) for r in b]
+    xa = [v for _, v in va]
+    xb = [v for _, v in vb]
+    if not any(xa) and not any(xb):
+        return None
+    ma, mb = float(np.median(xa)), float(np.median(xb))
+    shift = 1.0  # counts: value + 1, so a zero has a ratio
+    if paired:
+        pairs = pair_up([(k, v + shift) for k, v in va], [(k, v + shift) for k, v in vb])
+        if len(pairs) >= MIN_PAIRS:
+            if not np.any(pairs.d):  # the same in every round: nothing changed
+                return MetricChange(kind, name, ma, mb, 1.0, (1.0, 1.0), 1.0)
+            r = analyse(pairs)
+            return MetricChange(kind, name, ma, mb, math.exp(r.log_ratio), (math.exp(r.log_lo), math.exp(r.log_hi)),
+                                r.p_value)
+    if xa == xb or (len(set(xa)) == 1 and set(xa) == set(xb)):
+        return MetricChange(kind, name, ma, mb, 1.0, (1.0, 1.0), 1.0)
+    from scipy import stats as sps
+
+    p = float(sps.mannwhitneyu(xa, xb, alternative="two-sided").pvalue)
+    ratio, lo, hi = ratio_interval([x + shift for x in xa], [x + shift for x in xb], seed)
+    return MetricChange(kind, name, ma, mb, ratio, (math.exp(lo), math.exp(hi)), p if math.isfinite(p) else 1.0)
+
+
+def explain_query(a: list[ProfileRun], b: list[ProfileRun], paired: bool, time_ratio: float | None = None,
+                  plan: str | None = None) -> Why:
+    """What changed between A's and B's runs of one query, ranked. ``time_ratio``: the
+    query's own B/A time ratio (for the facts); ``plan``: "same" or "changed" where the
+    plans were compared (chbench upgrade)."""
+    if len(a) < MIN_RUNS or len(b) < MIN_RUNS:
+        return Why(note=f"too few runs with a server profile ({len(a)} and {len(b)})")
+    tested: list[MetricChange] = []
+    counters = sorted({n for r in a + b for n in r.counters})
+    for i, name in enumerate(counters):
+        m = _compare("counter", name, a, b, lambda r, n=name: r.counters.get(n, 0.0), paired, SEED + 100 + i)
+        if m is not None:
+            m.tier = tier_of(name)
+            tested.append(m)
+    ops = sorted({n for r in a + b for n in r.operators})
+    for i, name in enumerate(ops):
+        m = _compare("operator", name, a, b, lambda r, n=name: r.operators.get(n, 0.0), paired, SEED + 5000 + i)
+        if m is None:
+            continue
+        in_a = sum(1 for r in a if name in r.operators) / len(a)
+        in_b = sum(1 for r in b if name in r.operators) / len(b)
+        if in_a < 0.5 <= in_b:
+            m.only = "b"
+        elif in_b < 0.5 <= in_a:
+            m.only = "a"
+        tested.append(m)
+    if not tested:
+        return Why(note="the server recorded no counters for these runs")
+    for m, p_adj in zip(tested, benjamini_hochberg([m.p for m in tested]), strict=True):
+        m.p_adj = p_adj
+        m.changed = (p_adj < ALPHA and abs(m.ratio - 1.0) >= MATERIAL) or (m.only is not None and p_adj < ALPHA)
+    changed_ops = [m for m in tested if m.kind == "operator" and m.changed]
+    total = sum(abs(m.b - m.a) for m in changed_ops) or 1.0
+    for m in changed_ops:
+        m.share = abs(m.b - m.a) / total
+    why = Why(counters=sorted([m for m in tested if m.kind == "counter" and m.changed], key=_rank_key),
+              operators=sorted(changed_ops, key=_rank_key), tested=len(tested))
+    why.facts = facts(why, {m.name: m for m in tested}, time_ratio, plan)
+    return why
+
+
+def facts(why: Why, every: dict[str, MetricChange], time_ratio: float | None, plan: str | None) -> list[str]:
+    """What the numbers say in words, most telling first."""
+    out: list[str] = []
+    changed = {m.name: m for m in why.counters}
+    ops_only = [m for m in why.operators if m.only]
+    if plan == "changed" or ops_only:
+        new = [m.name for m in ops_only if m.only == "b"]
+        gone = [m.name for m in ops_only if m.only == "a"]
+        parts = ([f"new {', '.join(new[:3])}"] if new else []) + ([f"gone {', '.join(gone[:3])}"] if gone else [])
+        out.append("plan changed" + (f": {'; '.join(parts)}" if parts else ""))
+    t = changed.get("threads")
+    if t is not None:
+        out.append(f"ran on {_num(t.b)} thread{'s' if t.b != 1 else ''} instead of {_num(t.a)}")
+    hits = changed.get("QueryCacheHits")
+    if hits is not None:
+        out.append("answered from the query cache" if hits.ratio > 1 else "no longer answered from the query cache")
+    for name, what in (("SelectedMarks", "marks"), ("SelectedParts", "parts"), ("SelectedRows", "rows")):
+        m = changed.get(name)
+        if m is not None:
+            out.append(f"reads {_times(m.ratio)} the {what}")
+            break
+    for name, what in (("UncompressedCacheHits", "uncompressed cache hits"), ("MarkCacheHits", "mark cache hits")):
+        m = changed.get(name)
+        if m is not None:
+            out.append(f"{what} {_num(m.a)} → {_num(m.b)}")
+    comp = [m for n, m in changed.items() if "Compile" in n]
+    if comp:
+        out.append("expressions compiled differently (" + ", ".join(m.name for m in comp[:2]) + ")")
+    m = changed.get("result_bytes")
+    if m is not None:
+        out.append(f"sends {_times(m.ratio)} the result bytes")
+    cpu = every.get("OSCPUVirtualTimeMicroseconds") or every.get("UserTimeMicroseconds")
+    wall = every.get("RealTimeMicroseconds")
+    if time_ratio is not None and cpu is not None and abs(time_ratio - 1) >= 0.1:
+        if not cpu.changed or abs(cpu.ratio - 1) < abs(time_ratio - 1) / 3:
+            out.append(f"CPU time unchanged, wall {_pct(time_ratio)}: waiting (threads, locks, I/O)")
+        elif wall is not None and cpu.changed:
+            out.append(f"CPU time {_pct(cpu.ratio)}, wall {_pct(time_ratio)}")
+    plain_ops = [m for m in why.operators if not m.only]
+    if len(plain_ops) == 1 and not ops_only and len(every) > 1:
+        out.append(f"{plain_ops[0].name} {_pct(plain_ops[0].ratio)}, every other operator unchanged")
+    elif plain_ops and not out:
+        top = plain_ops[0]
+        out.append(f"{top.name} {_pct(top.ratio)} ({(top.share or 0):.0%} of the operators' time change)")
+    if plan == "same" and not ops_only:
+        out.append("same plan")
+    return out
+
+
+def _times(r: float) -> str:
+    return f"{r:.2g}×" if r < 10 else f"{r:.0f}×"
+
+
+def _pct(r: float) -> str:
+    return f"{r - 1:+.0%}"
+
+
+def _num(v: float) -> str:
+    if abs(v) >= 1e9:
+        return f"{v / 1e9:.3g}G"
+    if abs(v) >= 1e6:
+        return f"{v / 1e6:.3g}M"
+    if abs(v) >= 1e4:
+        return f"{v / 1e3:.3g}k"
+    return f"{v:.4g}"
+
+
+def _us(v: float) -> str:
+    return f"{v / 1000:.3g} ms"
