@@ -167,7 +167,7 @@ class ModernServer(_Server):
     the build of an installed engine (``chbench/engines``) that can listen, on ``data_dir``
     (kept after stop) or a temporary one."""
 
-    def __init__(self, site: str | None = None, data_dir: str | None = None) -> None:
+    def __init__(self, site: str | None = None, data_dir: str | None = None, operator_log: bool = True) -> None:
         self.workdir = Path(tempfile.mkdtemp(prefix="chbench-modern-"))
         self.http_port, self.tcp_port = free_port(), free_port()
         home = self.workdir / "home"
@@ -177,7 +177,13 @@ class ModernServer(_Server):
             f"<http_port>{self.http_port}</http_port><tcp_port>{self.tcp_port}</tcp_port>"
             "<keep_alive_timeout>3</keep_alive_timeout>"
             "<query_log><database>system</database><table>query_log</table>"
-            "<flush_interval_milliseconds>1000</flush_interval_milliseconds></query_log></clickhouse>"
+            "<flush_interval_milliseconds>1000</flush_interval_milliseconds></query_log>"
+            # each operator's time per query, for chbench explain (operator_log=False: a
+            # server that keeps query_log only, as many do)
+            + ("<processors_profile_log><database>system</database><table>processors_profile_log</table>"
+               "<flush_interval_milliseconds>1000</flush_interval_milliseconds></processors_profile_log>"
+               if operator_log else "")
+            + "</clickhouse>"
         )
         self.fifo = self.workdir / "stop.fifo"
         os.mkfifo(self.fifo)

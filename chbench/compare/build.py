@@ -4,7 +4,7 @@ name then SQL, weigh the machine's own drift, and compare query by query."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,8 @@ class Comparison:
     a: Side
     b: Side
     checks: dict[str, Any] | None = None  # a side-by-side file's answer and plan checks (chbench upgrade)
+    rename: dict[str, str] = field(default_factory=dict)  # B's query names matched to A's (by SQL)
+    paired: bool = False  # judged on paired rounds (one side-by-side file)
 
 
 @dataclass
@@ -250,6 +252,7 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
     checks = loaded[0].checks if not separate and loaded[0].checks else None
     if checks:
         apply_checks(doc, checks)
-    explain_rows(doc, a, b, rename, paired=not separate and opts.paired)
+    paired = not separate and opts.paired
+    explain_rows(doc, a, b, rename, paired)
     doc.findings = findings(doc, separate)
-    return Comparison(doc, a, b, checks)
+    return Comparison(doc, a, b, checks, rename, paired)

@@ -40,6 +40,8 @@ class Side:
     kept_others: list[float] = field(default_factory=list)
     # each query's measured runs with a server profile (chbench/explain), by query name
     profiles: dict[str, list[ProfileRun]] = field(default_factory=dict)
+    # what the run could collect of them: {"counters", "operators", "runs", "notes"}
+    explain: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -104,6 +106,7 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
                 data.sessions = [by_session[k] for k in sorted(by_session)]
             sides[sid].queries[q.name] = data
     for sid, side in sides.items():
+        side.explain = dict((doc.meta.extra.get("explain") or {}).get(sid) or {})
         side.tests = doc.tests
         readings = {"client": doc.machine.get("client") or [],
                     "server": (doc.machine.get("servers") or {}).get(sid) or [],
@@ -140,6 +143,7 @@ def merge_sides(parts: list[Side], label: str) -> Side:
         side.calibration += part.calibration
         side.set_aside += part.set_aside
         side.kept_others += part.kept_others
+        side.explain = side.explain or part.explain
         for name, runs in part.profiles.items():  # rounds of different files are different rounds
             side.profiles.setdefault(name, []).extend(
                 ProfileRun((i * FILE_SESSIONS + r.key[0], r.key[1]), r.counters, r.operators) for r in runs)

@@ -10,8 +10,12 @@ from chbench.stats.explain import ProfileRun, Why, explain_query
 from chbench.stats.verdict import FLAGGED
 
 if TYPE_CHECKING:
+    from chbench.compare.build import Comparison
     from chbench.compare.document import ComparisonDoc
     from chbench.compare.sides import Side
+
+NO_PROFILES = ("these runs have no server profiles: run them again with a chbench that collects them (default "
+               "since it has `chbench explain`), without --no-explain, on a server with system.query_log")
 
 
 def profile_run(s: RunSample) -> ProfileRun:
@@ -42,4 +46,15 @@ def explain_rows(doc: ComparisonDoc, a: Side, b: Side, rename: dict[str, str], p
         out[row.name] = why
         if row.verdict in FLAGGED:
             row.why = why.to_json()
+    return out
+
+
+def side_info(cmp: Comparison) -> dict[str, dict[str, Any]]:
+    """What each side's run could collect (``meta.explain``), or why there is nothing."""
+    out = {}
+    for label, side in (("A", cmp.a), ("B", cmp.b)):
+        info = dict(side.explain) or {"counters": False, "operators": False, "runs": 0, "notes": [NO_PROFILES]}
+        if not side.profiles and info.get("runs") and not info.get("notes"):
+            info["notes"] = ["no profile matched a measured run"]
+        out[label] = info
     return out

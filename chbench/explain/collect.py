@@ -72,6 +72,7 @@ def collect(target: Target, query_ids: list[str], settle_s: float = 3.0) -> Coll
     if not query_ids:
         return out
     try:
+        target.flush_logs()  # a server creates its log tables at their first flush
         cols = _columns(target, "query_log")
     except (QueryError, ServerLost) as e:
         out.notes.append(f"no server profile: {getattr(e, 'message', e)}")

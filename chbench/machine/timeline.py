@@ -31,9 +31,9 @@ import subprocess
 import sys
 import tempfile
 
-TICK_S = 0.02  # the sampler's period; its own cost: ~0.3% of one core
+TICK_S = 0.02  # the sampler's period; its own cost measured: 1.4% of one core (10 s, idle machine)
 MIN_WINDOW_S = 0.25  # a sample's window is at least this long (the counters' 10 ms ticks)
-RESCAN_S = 0.5  # how often the sampler looks for new child processes
+RESCAN_S = 2.0  # how often the sampler looks for new child processes (listing /proc costs)
 
 SAMPLER = r"""
 import os, sys, time
@@ -41,11 +41,11 @@ path, every, rescan, root = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]),
 extra = [int(p) for p in sys.argv[5:]]
 parent = os.getppid()
 
-def ticks(pid):
+def stat(pid):
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            rest = f.read().rsplit(")", 1)[1].split()
-        return int(rest[1]), int(rest[11]) + int(rest[12])  # ppid, utime + stime
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            rest = f.read().rsplit(b")", 1)[1].split()
+        return int(rest[1])  # ppid
     except (OSError, IndexError, ValueError):
         return None
 
@@ -53,9 +53,9 @@ def family():
     children = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
-            t = ticks(int(name))
-            if t is not None:
-                children.setdefault(t[0], []).append(int(name))
+            ppid = stat(name)
+            if ppid is not None:
+                children.setdefault(ppid, []).append(int(name))
     out, stack = set(extra), [root]
     while stack:
         pid = stack.pop()
@@ -63,26 +63,35 @@ def family():
         stack.extend(children.get(pid, []))
     return out
 
-tracked, own, last_scan = {}, 0, -1e9
+def ticks(fd):  # utime + stime of an open /proc/PID/stat (read again from its start)
+    rest = os.pread(fd, 1024, 0).rsplit(b")", 1)[1].split()
+    return int(rest[11]) + int(rest[12])
+
+# files kept open and read with pread: opening them every tick cost 2.6% of a core
+cpu = os.open("/proc/stat", os.O_RDONLY)
+tracked, own, last_scan = {}, 0, -1e9  # pid -> [fd, last ticks]
 with open(path, "w", buffering=1) as out:
     while os.getppid() == parent:
         t0 = time.monotonic()
         if t0 - last_scan >= rescan:
             for pid in family() - tracked.keys():
-                t = ticks(pid)
-                if t is not None:
-                    tracked[pid] = t[1]  # counted from now on: its past is not this window's
+                try:
+                    fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+                    tracked[pid] = [fd, ticks(fd)]  # counted from now on: its past is not this window's
+                except (OSError, IndexError, ValueError):
+                    pass
             last_scan = t0
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:8]]
-        busy = v[0] + v[1] + v[2] + v[5] + v[6]  # user nice system irq softirq
-        for pid in list(tracked):
-            t = ticks(pid)
-            if t is None:
+        v = os.pread(cpu, 256, 0).split(b"\n", 1)[0].split()[1:8]
+        busy = int(v[0]) + int(v[1]) + int(v[2]) + int(v[5]) + int(v[6])  # user nice system irq softirq
+        for pid, entry in list(tracked.items()):
+            try:
+                now = ticks(entry[0])
+            except (OSError, IndexError, ValueError):  # ended
+                os.close(entry[0])
                 del tracked[pid]
-            else:
-                own += t[1] - tracked[pid]
-                tracked[pid] = t[1]
+                continue
+            own += now - entry[1]
+            entry[1] = now
         out.write(f"{time.time():.4f} {busy} {own}\n")
         time.sleep(max(0.0, every - (time.monotonic() - t0)))
 try:

@@ -184,7 +184,9 @@ def comparison_section(cmp: Comparison, charts: bool = True, verbose: bool | Non
     tests = test_table(doc)
     if tests is not None:
         blocks.append(tests)
-    blocks += [verdict_table(doc, full), *summary(doc, full)]
+    from chbench.report.explain import why_lines
+
+    blocks += [verdict_table(doc, full), *summary(doc, full), *why_lines(cmp)]
     probes = machine_table(doc.summary.machine) if full else None
     if probes is not None:
         blocks.append(probes)

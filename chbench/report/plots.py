@@ -269,3 +269,16 @@ def capacity(name: str, steps: list[dict[str, Any]], slos: list[dict[str, Any]],
     ax.set_title("Latency against offered rate (green: SLO holds, red: breaks)")
     ax.legend(fontsize=6, frameon=False, loc="upper left")
     return to_svg(fig, name)
+
+
+def operator_times(name: str, rows: list[tuple[str, float, float]]) -> str:
+    """A changed query's operators, side by side: each one's median time in A and B (ms)."""
+    fig, ax = plt.subplots(figsize=(6.5, 0.7 + 0.32 * max(1, len(rows))))
+    y = np.arange(len(rows))
+    ax.barh(y + 0.2, [r[1] / 1000 for r in rows], height=0.4, color="#1f77b4", lw=0, label="A")
+    ax.barh(y - 0.2, [r[2] / 1000 for r in rows], height=0.4, color="#ff7f0e", lw=0, label="B")
+    ax.set_yticks(y, [_short(r[0]) for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel("operator time, ms (median over runs, all its instances)")
+    ax.legend(fontsize=6, frameon=False, loc="lower right")
+    return to_svg(fig, name)

@@ -22,6 +22,11 @@ def settings_to_send(side: SidePlan, info: ServerInfo, plan: Plan) -> tuple[dict
         wanted["max_threads"] = str(plan.max_threads)
     if plan.server_metrics:
         wanted["log_queries"] = "1"
+    elif plan.explain and info.settings.get("log_queries") == "0":
+        # 18.x logs no query by default: chbench explain needs each run in query_log
+        wanted["log_queries"] = "1"
+        notes.append("log_queries=1 sent (this server's default is 0): each run's counters for chbench explain; "
+                     "--no-explain sends nothing")
     if plan.timeout:
         wanted["max_execution_time"] = str(max(1, int(round(plan.timeout))))
     wanted.update(side.workload.settings)

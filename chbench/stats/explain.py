@@ -36,6 +36,7 @@ ALPHA = 0.05
 MATERIAL = 0.05  # a changed metric moved at least this much
 MIN_PAIRS = 6  # side by side, fewer pairs: compared as two samples
 MIN_RUNS = 3  # per side
+PLAN_SHARE = 0.10  # an operator on one side only that takes this share of the operators' time
 
 # the counters a ClickHouse engineer reads first: what the query read, how, and where
 # its time went besides computing (substrings of the names)
@@ -43,7 +44,7 @@ CAUSES = ("SelectedMarks", "SelectedParts", "SelectedRanges", "SelectedRows", "S
           "read_rows", "read_bytes", "result_rows", "result_bytes", "threads", "QueryCache",
           "UncompressedCache", "MarkCache", "CompileFunction", "CompileExpressions", "CompiledExpression",
           "ExternalSort", "ExternalAggregation", "ExternalJoin", "ExternalProcessing", "NetworkSendBytes",
-          "FilteringMarksWith", "SkipIndex", "ReadInOrder", "memory_usage")
+          "FilteringMarksWith", "SkipIndex", "ReadInOrder")
 EFFECTS = ("RealTimeMicroseconds", "UserTimeMicroseconds", "SystemTimeMicroseconds",
            "OSCPUVirtualTimeMicroseconds", "OSCPUWaitMicroseconds", "OSIOWaitMicroseconds",
            "query_duration_ms", "NetworkSendElapsedMicroseconds", "SoftPageFaults", "HardPageFaults",
@@ -124,10 +125,15 @@ class Why:
         return out
 
 
-def _rank_key(m: MetricChange) -> tuple[int, float]:
+def _rank_key(m: MetricChange) -> tuple[int, int, float]:
+    """Causes first (by the size of their change), then operators (by their share of the
+    time change), then the other counters, then the generic time counters."""
+    size = abs(math.log(max(m.ratio, 1e-12)))
     if m.kind == "operator":
-        return (1 if m.only else 2, -(m.share or 0.0))
-    return (m.tier, -abs(math.log(max(m.ratio, 1e-12))))
+        if m.only:  # the plan changed: an operator of real weight first, a trivial one after the causes
+            return (0 if (m.share or 0.0) >= PLAN_SHARE else 1, 1, -(m.share or 0.0))
+        return (2, 0, -(m.share or 0.0))
+    return (m.tier, 0 if m.tier == 1 else 1, -size)
 
 
 def tier_of(name: str) -> int:
@@ -147,7 +153,9 @@ def _compare(kind: str, name: str, a: list[ProfileRun], b: list[ProfileRun], get
     if not any(xa) and not any(xb):
         return None
     ma, mb = float(np.median(xa)), float(np.median(xb))
-    shift = 1.0  # counts: value + 1, so a zero has a ratio
+    # counts compared as value + 1 only where a run counted 0 (a ratio needs no zero);
+    # otherwise as they are, so 3 threads against 1 reads 1/3
+    shift = 1.0 if min(xa + xb) <= 0 else 0.0
     if paired:
         pairs = pair_up([(k, v + shift) for k, v in va], [(k, v + shift) for k, v in vb])
         if len(pairs) >= MIN_PAIRS:
@@ -200,6 +208,11 @@ def explain_query(a: list[ProfileRun], b: list[ProfileRun], paired: bool, time_r
     total = sum(abs(m.b - m.a) for m in changed_ops) or 1.0
     for m in changed_ops:
         m.share = abs(m.b - m.a) / total
+    side_total = {"a": sum(m.a for m in tested if m.kind == "operator") or 1.0,
+                  "b": sum(m.b for m in tested if m.kind == "operator") or 1.0}
+    for m in changed_ops:
+        if m.only is not None:  # its share of its own side's operator time
+            m.share = (m.b if m.only == "b" else m.a) / side_total[m.only]
     why = Why(counters=sorted([m for m in tested if m.kind == "counter" and m.changed], key=_rank_key),
               operators=sorted(changed_ops, key=_rank_key), tested=len(tested))
     why.facts = facts(why, {m.name: m for m in tested}, time_ratio, plan)
@@ -236,12 +249,14 @@ def facts(why: Why, every: dict[str, MetricChange], time_ratio: float | None, pl
         out.append("expressions compiled differently (" + ", ".join(m.name for m in comp[:2]) + ")")
     m = changed.get("result_bytes")
     if m is not None:
-        out.append(f"sends {_times(m.ratio)} the result bytes")
+        out.append(f"the result is {_times(m.ratio)} the bytes")
     cpu = every.get("OSCPUVirtualTimeMicroseconds") or every.get("UserTimeMicroseconds")
     wall = every.get("RealTimeMicroseconds")
     if time_ratio is not None and cpu is not None and abs(time_ratio - 1) >= 0.1:
         if not cpu.changed or abs(cpu.ratio - 1) < abs(time_ratio - 1) / 3:
-            out.append(f"CPU time unchanged, wall {_pct(time_ratio)}: waiting (threads, locks, I/O)")
+            how = ("the same work on fewer threads" if t is not None and t.ratio < 1 else
+                   "more threads, no less work" if t is not None else "waiting (locks, I/O, other processes)")
+            out.append(f"CPU time unchanged, wall {_pct(time_ratio)}: {how}")
         elif wall is not None and cpu.changed:
             out.append(f"CPU time {_pct(cpu.ratio)}, wall {_pct(time_ratio)}")
     plain_ops = [m for m in why.operators if not m.only]

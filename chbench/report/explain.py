@@ -1,0 +1,91 @@
+"""Why each changed query changed: its top explanations (facts, then counters and
+operators with A, B, the ratio and its interval), and in the HTML report the operators'
+times side by side and a table of only the counters that changed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chbench.compare import Comparison
+from chbench.export.numbers import change
+from chbench.export.sections import Block, Charts, Column, Details, Heading, Section, Table, Text
+from chbench.report.charts import chart, key
+from chbench.stats.explain import MetricChange, Why
+
+TOP = 5
+COLUMNS = [
+    Column("rank", "d", key="rank"),
+    Column("kind", align="left", key="kind"),
+    Column("name", align="left", key="name"),
+    Column("A", ",.6g", key="a"),
+    Column("B", ",.6g", key="b"),
+    Column("ratio", ".3g", key="ratio"),
+    Column("95% CI", ".3g", key=("ci_low", "ci_high"), sep=" – "),
+    Column("p adj.", ".3g", key="p_adjusted"),
+]
+
+
+def why_lines(cmp: Comparison) -> list[Text]:
+    """One line per slower or faster query (console and Markdown under the table)."""
+    return [Text(f"Why {r.name} ({change(r.ratio)}): {r.why['summary']}", "summary", {"data-why": r.name})
+            for r in cmp.doc.queries if r.why and r.why.get("summary")]
+
+
+def _table(ranked: list[MetricChange], top: int) -> Table:
+    t = Table(COLUMNS, filterable=False)
+    for i, m in enumerate(ranked[:top], 1):
+        t.add(i, m.kind, m.name, m.a, m.b, m.ratio, m.ci, m.p_adj)
+    return t
+
+
+def explain_blocks(cmp: Comparison, whys: dict[str, Why], charts: bool, top: int = TOP) -> list[Block]:
+    blocks: list[Block] = []
+    rows = {r.name: r for r in cmp.doc.queries}
+    for name, why in whys.items():
+        row = rows[name]
+        head = f"{name}: {row.verdict} {change(row.ratio)}" if row.ratio is not None else f"{name}: {row.verdict}"
+        inner: list[Block] = []
+        if why.note:
+            inner.append(Text(why.note))
+        inner += [Text(f"– {f}") for f in why.facts]
+        if why.top:
+            inner.append(_table(why.top, top))
+        elif not why.note:
+            inner.append(Text(f"no counter or operator changed ({why.tested} tested)"))
+        if charts:
+            ops = _operator_rows(cmp, name)
+            if ops:
+                inner.append(Charts([chart(key(f"ops-{name}"), "operator_times", ops)]))
+            if why.counters:
+                inner.append(_table(why.counters, len(why.counters)))
+        # HTML folds each query; text reports show it whole (consoles print no folds)
+        blocks += [Details(head, inner, style=row.verdict)] if charts else [Heading(head), *inner]
+    return blocks
+
+
+def _operator_rows(cmp: Comparison, name: str) -> list[tuple[str, float, float]]:
+    import numpy as np
+
+    b_profiles = {cmp.rename.get(n, n): runs for n, runs in cmp.b.profiles.items()}
+    pa, pb = cmp.a.profiles.get(name) or [], b_profiles.get(name) or []
+    names = sorted({n for r in pa + pb for n in r.operators})
+    out = []
+    for n in names:
+        a = float(np.median([r.operators.get(n, 0.0) for r in pa])) if pa else 0.0
+        b = float(np.median([r.operators.get(n, 0.0) for r in pb])) if pb else 0.0
+        out.append((n, a, b))
+    out.sort(key=lambda r: -max(r[1], r[2]))
+    return out[:12]
+
+
+def explain_section(cmp: Comparison, whys: dict[str, Why], charts: bool, info: dict[str, Any],
+                    top: int = TOP) -> Section:
+    blocks: list[Block] = [Text(f"A = {cmp.doc.a_label}"), Text(f"B = {cmp.doc.b_label}")]
+    for side, what in sorted(info.items()):
+        for note in what.get("notes") or []:
+            blocks.append(Text(f"Side {side}: {note}", "summary"))
+    if not whys:
+        blocks.append(Text("No query changed: nothing to explain (chbench explain --query NAME explains one "
+                           "anyway).", "summary"))
+    blocks += explain_blocks(cmp, whys, charts, top)
+    return Section("Why", "explain", blocks)
