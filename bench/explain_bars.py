@@ -219,7 +219,8 @@ def targets(res: dict, modern_url: str) -> None:
     out: dict = {}
     with LegacyServer() as legacy:
         f = OUT / "v25-legacy.json"
-        chbench("run", "--target", legacy.http_url, "--query", "SELECT count() FROM (SELECT number FROM system.numbers LIMIT 10000000)",
+        chbench("run", "--target", legacy.http_url, "--query",
+                "SELECT count() FROM (SELECT number FROM system.numbers LIMIT 10000000)",
                 "--setting-b", "max_threads=1", "--iterations", "8", "--quiet", "--out", str(f))
         doc = json.loads(f.read_text())
         out["18.16"] = doc["meta"].get("explain")

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from chbench.machine.timeline import BusyTimeline
+from chbench.machine.timeline import RESCAN_S, BusyTimeline
 
 SPIN = "import time\nt = time.monotonic()\nwhile time.monotonic() - t < {s}:\n    pass\n"
 
@@ -40,9 +40,9 @@ def timeline():
 
 
 def test_our_own_processes_are_not_others(timeline):
-    child = multiprocessing.get_context("spawn").Process(target=_spin, args=(1.0,))
+    child = multiprocessing.get_context("spawn").Process(target=_spin, args=(RESCAN_S + 1.5,))
     child.start()
-    time.sleep(0.7)  # the sampler has found the child (it looks every 0.5 s)
+    time.sleep(RESCAN_S + 0.5)  # the sampler has found the child (it looks every RESCAN_S)
     a = time.time()
     _spin(0.6)  # this process and its child: two cores busy
     b = time.time()

@@ -37,15 +37,17 @@ class MachineRecorder:
         into.setdefault("client", [])
         into.setdefault("servers", {sid: [] for sid in self.servers})
         into.setdefault("notes", list(self.client.notes))
-        # other processes' CPU around each sample (no work in the timed path)
+        self.reference = ReferenceProbe() if local else None
+        if self.reference is not None:
+            into.setdefault("reference", [])
+        # other processes' CPU around each sample (no work in the timed path); started
+        # after the reference helper, so the sampler's first look finds it among chbench's
         self.timeline = BusyTimeline(self.client.engine_pids)
         if self.timeline.note:
             into["notes"].append(self.timeline.note)
         else:
             into.setdefault("timeline", {"tick_s": TICK_S, "min_window_s": MIN_WINDOW_S})
-        self.reference = ReferenceProbe() if local else None
-        if self.reference is not None:
-            into.setdefault("reference", [])
+
 
     def read(self, round_no: int, session: int = 0) -> None:
         """One reading of each probe, after round ``round_no`` (untimed)."""

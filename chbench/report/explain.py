@@ -8,9 +8,9 @@ from typing import Any
 
 from chbench.compare import Comparison
 from chbench.export.numbers import change
-from chbench.export.sections import Block, Charts, Column, Details, Heading, Section, Table, Text
+from chbench.export.sections import Block, Cell, Charts, Column, Details, Heading, Section, Table, Text
 from chbench.report.charts import chart, key
-from chbench.stats.explain import MetricChange, Why
+from chbench.stats.explain import MetricChange, Why, number
 
 TOP = 5
 COLUMNS = [
@@ -34,7 +34,10 @@ def why_lines(cmp: Comparison) -> list[Text]:
 def _table(ranked: list[MetricChange], top: int) -> Table:
     t = Table(COLUMNS, filterable=False)
     for i, m in enumerate(ranked[:top], 1):
-        t.add(i, m.kind, m.name, m.a, m.b, m.ratio, m.ci, m.p_adj)
+        # a metric that was 0 on one side has a ratio of value + 1: said as new or gone
+        ratio = Cell(m.ratio, text="new" if m.a == 0 else "gone" if m.b == 0 else None)
+        ci = Cell(m.ci, text="–" if m.a == 0 or m.b == 0 else None)
+        t.add(i, m.kind, m.name, Cell(m.a, text=number(m.a)), Cell(m.b, text=number(m.b)), ratio, ci, m.p_adj)
     return t
 
 

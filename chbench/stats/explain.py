@@ -89,7 +89,7 @@ class MetricChange:
             return f"{self.name} new in B ({_us(self.b)})"
         if self.only == "a":
             return f"{self.name} gone in B (was {_us(self.a)})"
-        return f"{self.name} {_times(self.ratio)} ({_num(self.a)} → {_num(self.b)})"
+        return f"{self.name} {_times(self.ratio)} ({number(self.a)} → {number(self.b)})"
 
 
 @dataclass
@@ -231,19 +231,20 @@ def facts(why: Why, every: dict[str, MetricChange], time_ratio: float | None, pl
         out.append("plan changed" + (f": {'; '.join(parts)}" if parts else ""))
     t = changed.get("threads")
     if t is not None:
-        out.append(f"ran on {_num(t.b)} thread{'s' if t.b != 1 else ''} instead of {_num(t.a)}")
+        out.append(f"ran on {number(t.b)} thread{'s' if t.b != 1 else ''} instead of {number(t.a)}")
     hits = changed.get("QueryCacheHits")
     if hits is not None:
         out.append("answered from the query cache" if hits.ratio > 1 else "no longer answered from the query cache")
     for name, what in (("SelectedMarks", "marks"), ("SelectedParts", "parts"), ("SelectedRows", "rows")):
         m = changed.get(name)
         if m is not None:
-            out.append(f"reads {_times(m.ratio)} the {what}")
+            out.append(f"reads {number(m.b)} {what}, none in A" if m.a == 0 else
+                       f"reads no {what}, {number(m.a)} in A" if m.b == 0 else f"reads {_times(m.ratio)} the {what}")
             break
     for name, what in (("UncompressedCacheHits", "uncompressed cache hits"), ("MarkCacheHits", "mark cache hits")):
         m = changed.get(name)
-        if m is not None:
-            out.append(f"{what} {_num(m.a)} → {_num(m.b)}")
+        if m is not None and m.a != m.b:
+            out.append(f"{what} {number(m.a)} → {number(m.b)}")
     comp = [m for n, m in changed.items() if "Compile" in n]
     if comp:
         out.append("expressions compiled differently (" + ", ".join(m.name for m in comp[:2]) + ")")
@@ -254,8 +255,10 @@ def facts(why: Why, every: dict[str, MetricChange], time_ratio: float | None, pl
     wall = every.get("RealTimeMicroseconds")
     if time_ratio is not None and cpu is not None and abs(time_ratio - 1) >= 0.1:
         if not cpu.changed or abs(cpu.ratio - 1) < abs(time_ratio - 1) / 3:
-            how = ("the same work on fewer threads" if t is not None and t.ratio < 1 else
-                   "more threads, no less work" if t is not None else "waiting (locks, I/O, other processes)")
+            if t is not None:
+                how = "the same work on fewer threads" if t.ratio < 1 else "the same work on more threads"
+            else:
+                how = f"{'more' if time_ratio > 1 else 'less'} waiting (locks, I/O, other processes)"
             out.append(f"CPU time unchanged, wall {_pct(time_ratio)}: {how}")
         elif wall is not None and cpu.changed:
             out.append(f"CPU time {_pct(cpu.ratio)}, wall {_pct(time_ratio)}")
@@ -278,7 +281,8 @@ def _pct(r: float) -> str:
     return f"{r - 1:+.0%}"
 
 
-def _num(v: float) -> str:
+def number(v: float) -> str:
+    """A count or a time, short: 16.0M, 48.2k, 3."""
     if abs(v) >= 1e9:
         return f"{v / 1e9:.3g}G"
     if abs(v) >= 1e6:

@@ -1,0 +1,119 @@
+"""`chbench explain` and the "why" of compare on real servers: profiles collected after
+the rounds, the cause of a known regression found, what a server lacks said once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import load, run_cli
+from tests.engines import ModernServer
+
+QUERIES = ("-- name: sum\nSELECT sum(cityHash64(number)) FROM numbers_mt({rows});\n"
+           "-- name: one\nSELECT 1;\n")
+
+
+@pytest.fixture(scope="module")
+def threads_file(modern, tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("explain")
+    # B: 15 times the rows on one thread — slower beyond any noise of a busy machine
+    (d / "a.sql").write_text(QUERIES.format(rows=2_000_000))
+    (d / "b.sql").write_text(QUERIES.format(rows=30_000_000))
+    out = d / "threads.json"
+    r = run_cli("run", "--target", modern.http_url, "--queries", str(d / "a.sql"), "--queries-b", str(d / "b.sql"),
+                "--setting-b", "max_threads=1", "--iterations", "10", "--warmup", "1", "--quiet", "--out", str(out))
+    assert r.code in (0, 1), r.stderr
+    return out
+
+
+def test_every_run_has_its_server_profile(threads_file):
+    doc = load(threads_file)
+    info = doc["meta"]["explain"]
+    assert info["A"]["counters"] and info["A"]["operators"] and info["B"]["operators"]
+    samples = [s for q in doc["queries"] for s in q["samples"] if not s["warmup"]]
+    assert samples and all(s["profile"]["counters"]["read_rows"] >= 0 for s in samples)
+    total = next(s for s in samples if s["target"] == "A")["profile"]
+    assert "RealTimeMicroseconds" in total["counters"] and total["operators"]
+    op = next(iter(total["operators"].values()))
+    assert set(op) >= {"n", "elapsed_us", "input_wait_us", "output_wait_us"}
+    assert "threads" not in doc["meta"]["options"] and doc["meta"]["options"]["explain"] is True
+
+
+def test_compare_says_why_a_slower_query_is_slower(threads_file):
+    r = run_cli("compare", str(threads_file), "--format", "json")
+    rows = {q["name"]: q for q in r.json()["queries"]}
+    slow = rows["sum"]
+    assert slow["verdict"] == "slower", slow
+    why = slow["why"]
+    assert set(why) >= {"counters", "operators", "summary"} and why["counters"]
+    assert why["top"][0] in ("read_rows", "SelectedRows", "SelectedBytes", "read_bytes")
+    rows_read = next(c for c in why["counters"] if c["name"] == "read_rows")
+    assert rows_read["ratio"] == pytest.approx(15.0, rel=0.01) and len(rows_read["ci"]) == 2
+    entry = next(c for c in why["counters"] if c["name"] == "threads")
+    assert entry["a"] > entry["b"] == 1 and entry["ratio"] < 1
+    assert "ran on 1 thread" in why["summary"] and "reads 15× the rows" in why["summary"]
+    assert "reasoning" in slow and isinstance(slow["reasoning"], str)
+    console = run_cli("compare", str(threads_file)).stdout
+    assert "Why sum (" in console
+    for row in rows.values():  # a query that did not change has no why (SELECT 1 may, on one thread)
+        if row["verdict"] not in ("slower", "faster"):
+            assert "why" not in row and f"Why {row['name']} (" not in console
+
+
+def test_explain_command(threads_file, tmp_path):
+    r = run_cli("explain", str(threads_file))
+    assert r.code == 1  # a query slower, as compare
+    assert "sum: slower" in r.stdout and "ran on 1 thread instead of" in r.stdout and "threads" in r.stdout
+    j = run_cli("explain", str(threads_file), "--query", "one", "--format", "json").json()
+    assert [q["name"] for q in j["queries"]] == ["one"] and "why" in j["queries"][0]  # asked for: explained
+    assert j["sides"]["A"]["operators"] is True
+    html = tmp_path / "why.html"
+    assert run_cli("explain", str(threads_file), "--format", "html", "--output", str(html)).code == 1
+    assert "<svg" in html.read_text() and "threads" in html.read_text()
+    bad = run_cli("explain", str(threads_file), "--query", "nope")
+    assert bad.code == 2 and "no query named 'nope'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_no_explain_collects_nothing_and_explain_says_why(modern, tmp_path):
+    out = tmp_path / "off.json"
+    r = run_cli("run", "--target", modern.http_url, "--query", "SELECT 1", "--setting-b", "max_threads=1",
+                "--iterations", "3", "--warmup", "0", "--quiet", "--no-explain", "--out", str(out))
+    assert r.code == 0, r.stderr
+    doc = load(out)
+    assert "explain" not in doc["meta"] and all("profile" not in s for s in doc["queries"][0]["samples"])
+    j = run_cli("explain", str(out), "--query", doc["queries"][0]["name"], "--format", "json").json()
+    assert "no server profiles" in j["sides"]["A"]["notes"][0]
+
+
+def test_a_server_without_operator_times_gives_counters_and_says_so(tmp_path):
+    with ModernServer(operator_log=False) as server:
+        out = tmp_path / "counters.json"
+        r = run_cli("run", "--target", server.http_url, "--query", "SELECT sum(number) FROM numbers_mt(1000000)",
+                    "--setting-b", "max_threads=1", "--iterations", "3", "--warmup", "0", "--quiet", "--out", str(out))
+        assert r.code in (0, 1), r.stderr
+    info = load(out)["meta"]["explain"]
+    assert info["A"]["counters"] and not info["A"]["operators"]
+    assert info["A"]["notes"] == ["no operator times: this server keeps no system.processors_profile_log "
+                                  "(counters only)"]
+
+
+def test_legacy_server_counters_from_its_arrays(legacy, tmp_path):
+    out = tmp_path / "legacy.json"
+    r = run_cli("run", "--target", legacy.http_url, "--query",
+                "SELECT count() FROM (SELECT number FROM system.numbers LIMIT 2000000)", "--iterations", "3",
+                "--warmup", "0", "--quiet", "--out", str(out))
+    assert r.code == 0, r.stderr
+    doc = load(out)
+    assert doc["meta"]["explain"]["A"]["counters"] and not doc["meta"]["explain"]["A"]["operators"]
+    counters = doc["queries"][0]["samples"][0]["profile"]["counters"]
+    assert counters["read_rows"] >= 2_000_000 and "threads" in counters  # 18.16: ProfileEvents.Names/Values
+    assert any("log_queries=1 sent" in n for n in doc["targets"][0]["notes"])
+
+
+def test_embedded_engine_says_in_one_line_why_not(tmp_path):
+    out = tmp_path / "emb.json"
+    r = run_cli("run", "--query", "SELECT 1", "--iterations", "2", "--warmup", "0", "--quiet", "--out", str(out))
+    assert r.code == 0, r.stderr
+    notes = load(out)["meta"]["explain"]["A"]["notes"]
+    assert len(notes) == 1 and "no system.query_log" in notes[0]

@@ -1,0 +1,70 @@
+"""The statistics behind `chbench explain` (chbench/stats/explain.py), on synthetic
+profiles with a known answer: what changed is found and ranked, noise is not."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from chbench.stats.explain import ProfileRun, explain_query
+
+OPS = {"AggregatingTransform": 40_000.0, "ExpressionTransform": 20_000.0, "NumbersRange": 8_000.0}
+
+
+def _runs(rng: np.random.Generator, n: int, counters: dict[str, float], ops: dict[str, float],
+          noise: float = 0.05) -> list[ProfileRun]:
+    out = []
+    for r in range(n):
+        jitter = lambda v: float(max(0.0, v * np.exp(rng.normal(0, noise))))  # noqa: E731
+        c = {k: (v if k in ("SelectedMarks", "threads", "result_rows") else jitter(v)) for k, v in counters.items()}
+        out.append(ProfileRun((0, r), c, {k: jitter(v) for k, v in ops.items()}))
+    return out
+
+
+BASE = {"SelectedMarks": 100.0, "threads": 3.0, "result_rows": 10.0, "RealTimeMicroseconds": 70_000.0,
+        "OSCPUVirtualTimeMicroseconds": 120_000.0, "UserTimeMicroseconds": 110_000.0, "ContextLock": 40.0,
+        "FunctionExecute": 12.0}
+
+
+def test_a_and_a_changes_nothing():
+    rng = np.random.default_rng(1)
+    flagged = tested = 0
+    for _ in range(40):
+        why = explain_query(_runs(rng, 15, BASE, OPS), _runs(rng, 15, BASE, OPS), paired=True, time_ratio=1.0)
+        flagged += len(why.counters) + len(why.operators)
+        tested += why.tested
+    assert tested > 300 and flagged / tested <= 0.05
+
+
+def test_more_marks_read_is_the_first_explanation():
+    rng = np.random.default_rng(2)
+    b_counters = {**BASE, "SelectedMarks": 210.0, "RealTimeMicroseconds": 120_000.0}
+    b_ops = {**OPS, "AggregatingTransform": 80_000.0}
+    why = explain_query(_runs(rng, 15, BASE, OPS), _runs(rng, 15, b_counters, b_ops), paired=True, time_ratio=1.6)
+    assert why.top[0].name == "SelectedMarks" and abs(why.top[0].ratio - 2.1) < 1e-9
+    assert "reads 2.1× the marks" in why.facts
+    assert [m.name for m in why.operators] == ["AggregatingTransform"]
+    assert any("AggregatingTransform" in f and "every other operator unchanged" in f for f in why.facts)
+    doc = why.to_json()
+    assert set(doc) >= {"counters", "operators", "summary"}
+    first = doc["counters"][0]
+    assert set(first) >= {"name", "a", "b", "ratio", "ci"} and first["ci"][0] <= first["ratio"] <= first["ci"][1]
+
+
+def test_fewer_threads_and_an_operator_gone():
+    rng = np.random.default_rng(3)
+    b_counters = {**BASE, "threads": 1.0}
+    b_ops = {k: v for k, v in OPS.items() if k != "ExpressionTransform"} | {"MergeJoinTransform": 30_000.0}
+    why = explain_query(_runs(rng, 10, BASE, OPS), _runs(rng, 10, b_counters, b_ops), paired=False, time_ratio=1.5)
+    assert why.facts[0].startswith("plan changed") and "new MergeJoinTransform" in why.facts[0]
+    assert "gone ExpressionTransform" in why.facts[0]
+    assert "ran on 1 thread instead of 3" in why.facts
+    assert any("the same work on fewer threads" in f for f in why.facts)  # CPU unchanged, wall +50%
+    threads = next(m for m in why.counters if m.name == "threads")
+    assert abs(threads.ratio - 1 / 3) < 1e-9
+    assert why.top[0].name == "MergeJoinTransform"  # a new operator with a real share of the time
+
+
+def test_too_few_runs_say_so():
+    rng = np.random.default_rng(4)
+    why = explain_query(_runs(rng, 2, BASE, OPS), _runs(rng, 2, BASE, OPS), paired=True)
+    assert why.note and "too few runs" in why.note and why.to_json()["counters"] == []
