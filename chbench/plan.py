@@ -44,6 +44,10 @@ class Plan:
     # every measured run's server profile (ProfileEvents, operator times) fetched after
     # the rounds, untimed (chbench/explain/collect.py); --no-explain
     explain: bool = True
+    # --profile: the query profiler's period (ms) for the timed queries, and where the
+    # sampled stacks are read from after the rounds (explain/collect.py)
+    profile_ms: float | None = None
+    trace_log: str = "system.trace_log"
     calibration: bool = True
     probes: bool = True  # machine-state probes between rounds (chbench/machine/)
     # separate runs: rounds measured while other processes use more than this share of
@@ -75,4 +79,5 @@ class Plan:
                 "keep_format": self.keep_format, "allow_writes": self.allow_writes, "interleave": self.interleave,
                 "server_metrics": self.server_metrics, "sessions": self.sessions, "session_gap": self.session_gap,
                 "probes": self.probes, "calibration": self.calibration, "quiet_threshold": self.quiet_threshold,
-                "quiet_wait": self.quiet_wait, "explain": self.explain}
+                "quiet_wait": self.quiet_wait, "explain": self.explain,
+                "profile_ms": self.profile_ms, "trace_log": self.trace_log}

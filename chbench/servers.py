@@ -182,6 +182,9 @@ class ModernServer(_Server):
             # server that keeps query_log only, as many do)
             + ("<processors_profile_log><database>system</database><table>processors_profile_log</table>"
                "<flush_interval_milliseconds>1000</flush_interval_milliseconds></processors_profile_log>"
+               # sampled stacks: chDB builds never sample, but the table exists, as on a real server
+               "<trace_log><database>system</database><table>trace_log</table>"
+               "<flush_interval_milliseconds>1000</flush_interval_milliseconds></trace_log>"
                if operator_log else "")
             + "</clickhouse>"
         )

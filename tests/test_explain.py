@@ -117,3 +117,44 @@ def test_embedded_engine_says_in_one_line_why_not(tmp_path):
     assert r.code == 0, r.stderr
     notes = load(out)["meta"]["explain"]["A"]["notes"]
     assert len(notes) == 1 and "no system.query_log" in notes[0]
+
+
+def test_differential_flame_graph_from_trace_log_rows(tmp_path):
+    """No engine here samples stacks, so the rows are made: a materialized view on the
+    server's query_log writes, for every logged query, ten samples into a real table of
+    trace_log's own schema — B's (max_threads=1) through a slower frame."""
+    from tests.engines import http_post
+
+    with ModernServer() as server:
+        url, port = server.http_url, server.http_port
+        http_post(port, "SELECT 1")
+        http_post(port, "SYSTEM FLUSH LOGS")
+        http_post(port, "CREATE TABLE default.stacks AS system.trace_log")
+        http_post(port, "CREATE MATERIALIZED VIEW default.fake_sampler TO default.stacks AS SELECT "
+                       "event_date, event_time, query_id, 'CPU' AS trace_type, [1, 2, 3] AS trace, "
+                       "if(Settings['max_threads'] = '1', ['slow_path', 'Aggregator::execute', 'main'], "
+                       "['fast_path', 'Aggregator::execute', 'main']) AS symbols "
+                       "FROM system.query_log ARRAY JOIN range(10) AS i WHERE type = 'QueryFinish'")
+        out = tmp_path / "flame.json"
+        r = run_cli("run", "--target", url, "--query", "SELECT sum(number) FROM numbers_mt(3000000)",
+                    "--setting-b", "max_threads=1", "--iterations", "4", "--warmup", "0", "--quiet",
+                    "--trace-log", "default.stacks", "--out", str(out))
+        assert r.code in (0, 1), r.stderr
+        plain = tmp_path / "plain.json"
+        r = run_cli("run", "--target", url, "--query", "SELECT 1", "--iterations", "2", "--warmup", "0", "--quiet",
+                    "--out", str(plain))
+        assert r.code == 0, r.stderr
+    doc = load(out)
+    assert doc["meta"]["explain"]["A"]["stacks"] and doc["meta"]["options"]["trace_log"] == "default.stacks"
+    a = next(s for s in doc["queries"][0]["samples"] if s["target"] == "A" and not s["warmup"])
+    assert a["profile"]["stacks"] == {"main;Aggregator::execute;fast_path": 10.0}  # root first
+    name = doc["queries"][0]["name"]
+    html = tmp_path / "flame.html"
+    assert run_cli("explain", str(out), "--query", name, "--format", "html", "--output", str(html)).code in (0, 1)
+    text = html.read_text()
+    assert "slow_path" in text and "fast_path" in text and "sampled stacks" in text
+    # the real system.trace_log of this build is empty: said, once per side
+    info = load(plain)["meta"]["explain"]["A"]
+    assert not info["stacks"] and "no sampled stacks in system.trace_log" in info["stacks_note"]
+    bad = run_cli("run", "--query", "SELECT 1", "--trace-log", "x; DROP TABLE y")
+    assert bad.code == 2 and "not a table name" in bad.stderr

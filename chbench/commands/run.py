@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -52,6 +53,13 @@ exit codes: 0 ok, 1 some query or test set-up failed, 2 bad input (a test file t
 """
 
 
+def table_name(text: str) -> str:
+    """DATABASE.TABLE (or TABLE), plain identifiers only: it is written into SQL."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?", text):
+        raise argparse.ArgumentTypeError(f"not a table name: {text!r} (DATABASE.TABLE, letters, digits, _)")
+    return text
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from chbench.workload import AUTO, FORMATS
 
@@ -85,6 +93,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--no-explain", action="store_true",
                    help="do not fetch each run's server profile (ProfileEvents, operator times) after the rounds: "
                         "compare and chbench explain then cannot say why a query changed")
+    r.add_argument("--profile", type=positive_float, nargs="?", const=10.0, metavar="MS",
+                   help="sample the timed queries' stacks every MS milliseconds (the query profiler, real and CPU "
+                        "time; default 10) for chbench explain's differential flame graphs; a real server with "
+                        "<trace_log> (chDB builds never sample)")
+    r.add_argument("--trace-log", type=table_name, default="system.trace_log", metavar="TABLE",
+                   help="where the sampled stacks are read from (default system.trace_log)")
     r.add_argument("--no-probes", action="store_true",
                    help="no machine-state probes and no calibration query between rounds (compare of separate "
                         "runs then cannot tell a busier machine from a slower engine)")
@@ -147,7 +161,8 @@ def build_plan(args: argparse.Namespace) -> Plan:
                 keep_format=args.keep_format, allow_writes=args.allow_writes, interleave=not args.no_interleave,
                 server_metrics=args.server_metrics, calibration=not (args.no_calibration or args.no_probes),
                 probes=not args.no_probes, max_threads=args.max_threads, quiet_wait=max(0.0, args.quiet_wait),
-                quiet_threshold=args.quiet_threshold, explain=not args.no_explain,
+                quiet_threshold=args.quiet_threshold, explain=not args.no_explain, profile_ms=args.profile,
+                trace_log=args.trace_log,
                 sessions=args.sessions, session_gap=max(0.0, args.session_gap))
 
 

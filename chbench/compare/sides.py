@@ -146,7 +146,7 @@ def merge_sides(parts: list[Side], label: str) -> Side:
         side.explain = side.explain or part.explain
         for name, runs in part.profiles.items():  # rounds of different files are different rounds
             side.profiles.setdefault(name, []).extend(
-                ProfileRun((i * FILE_SESSIONS + r.key[0], r.key[1]), r.counters, r.operators) for r in runs)
+                ProfileRun((i * FILE_SESSIONS + r.key[0], r.key[1]), r.counters, r.operators, r.stacks) for r in runs)
         side.test_of.update(part.test_of)
         side.tests = side.tests or part.tests
         for k, readings in part.machine.items():

@@ -21,7 +21,8 @@ NO_PROFILES = ("these runs have no server profiles: run them again with a chbenc
 def profile_run(s: RunSample) -> ProfileRun:
     prof: dict[str, Any] = s.profile or {}
     ops = {name: float(op.get("elapsed_us", 0.0)) for name, op in (prof.get("operators") or {}).items()}
-    return ProfileRun((s.session or 0, s.round), {k: float(v) for k, v in (prof.get("counters") or {}).items()}, ops)
+    return ProfileRun((s.session or 0, s.round), {k: float(v) for k, v in (prof.get("counters") or {}).items()}, ops,
+                      {k: float(v) for k, v in (prof.get("stacks") or {}).items()})
 
 
 def why_of(a: list[ProfileRun], b: list[ProfileRun], paired: bool, ratio: float | None,

@@ -33,11 +33,16 @@ class Collected:
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)  # query_id -> profile
     counters: bool = False
     operators: bool = False
+    stacks: bool = False  # sampled stacks of at least one run (trace_log)
     notes: list[str] = field(default_factory=list)
+    stacks_note: str | None = None  # why there are no sampled stacks
 
     def describe(self) -> dict[str, Any]:
-        return {"counters": self.counters, "operators": self.operators, "runs": len(self.profiles),
-                "notes": self.notes}
+        out = {"counters": self.counters, "operators": self.operators, "stacks": self.stacks,
+               "runs": len(self.profiles), "notes": self.notes}
+        if self.stacks_note:
+            out["stacks_note"] = self.stacks_note
+        return out
 
 
 def _columns(target: Target, table: str) -> set[str]:
@@ -64,7 +69,8 @@ def _query_log_sql(cols: set[str], ids: str) -> tuple[str, list[str]]:
             + f" FROM system.query_log WHERE type = 2 AND query_id IN ({ids})"), extra
 
 
-def collect(target: Target, query_ids: list[str], settle_s: float = 3.0) -> Collected:
+def collect(target: Target, query_ids: list[str], settle_s: float = 3.0, trace_log: str = "system.trace_log",
+            profiled: bool = False) -> Collected:
     """Every run's profile that the server logged. A server logs a query just after
     answering it, so ids still missing after a flush are asked for again for at most
     ``settle_s`` seconds."""
@@ -102,7 +108,60 @@ def collect(target: Target, query_ids: list[str], settle_s: float = 3.0) -> Coll
         time.sleep(0.5)
     if missing:
         out.notes.append(f"{len(missing)} of {len(set(query_ids))} runs not in system.query_log")
+    _stacks(target, [q for q in dict.fromkeys(query_ids) if q in out.profiles], trace_log, profiled, out)
     return out
+
+
+def _stacks(target: Target, ids: list[str], table: str, profiled: bool, out: Collected) -> None:
+    """Each run's sampled stacks (root first, frames joined by ';') and their counts,
+    symbolised by the server: its ``symbols`` column where it fills one, else
+    ``demangle(addressToSymbol())`` (allow_introspection_functions), else addresses."""
+    db, _, name = table.rpartition(".")
+    try:
+        cols = {r[0] for r in target.query_rows(
+            f"SELECT name FROM system.columns WHERE database = '{(db or 'system').replace(chr(39), '')}' "
+            f"AND table = '{name.replace(chr(39), '')}'")}
+    except (QueryError, ServerLost) as e:
+        out.stacks_note = f"no sampled stacks: {getattr(e, 'message', e)}"
+        return
+    if not cols:
+        out.stacks_note = (f"no sampled stacks: this server has no {table} (a real server with <trace_log> and "
+                           "chbench run --profile give them; chDB builds never sample)")
+        return
+    frames = ["symbols"] if "symbols" in cols else []
+    frames += ["arrayMap(x -> demangle(addressToSymbol(x)), trace)", "arrayMap(x -> hex(x), trace)"]
+    got: dict[str, dict[str, float]] = {}
+    for i, expr in enumerate(frames):
+        if i == 0 and expr == "symbols":  # the server symbolised them itself (<symbolize>)
+            expr = "if(empty(symbols), arrayMap(x -> hex(x), trace), symbols)"
+        try:
+            got = _stack_rows(target, table, expr, ids, introspection="addressToSymbol" in expr)
+        except QueryError as e:
+            out.notes.append(f"stacks not symbolised that way ({e.message.splitlines()[0][:120]})")
+            continue
+        if got and i == len(frames) - 1:
+            out.notes.append("stacks as addresses: the server does not symbolise them (allow_introspection_functions)")
+        break
+    for qid, stacks in got.items():
+        out.profiles[qid]["stacks"] = stacks
+    out.stacks = bool(got)
+    if not got:
+        out.stacks_note = (f"no sampled stacks in {table} for these runs"
+                           + ("" if profiled else " (chbench run --profile sets the query profiler's period)"))
+
+
+def _stack_rows(target: Target, table: str, frames: str, ids: list[str],
+                introspection: bool) -> dict[str, dict[str, float]]:
+    got: dict[str, dict[str, float]] = {}
+    settings = " SETTINGS allow_introspection_functions = 1" if introspection else ""
+    for i in range(0, len(ids), BATCH):
+        rows = target.query_rows(
+            f"SELECT query_id, arrayStringConcat(arrayReverse({frames}), ';') AS stack, count() FROM {table} "
+            f"WHERE query_id IN ({_ids(ids[i: i + BATCH])}) AND toString(trace_type) IN ('Real', 'CPU') "
+            f"GROUP BY query_id, stack{settings}")
+        for r in rows:
+            got.setdefault(r[0], {})[r[1]] = float(r[2])
+    return got
 
 
 def _counters(target: Target, cols: set[str], ids: list[str], out: Collected) -> None:

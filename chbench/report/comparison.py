@@ -46,7 +46,8 @@ def verdict_table(doc: ComparisonDoc, full: bool = True) -> Table:
     return t
 
 
-def summary(doc: ComparisonDoc, full: bool = True) -> list[Text]:
+def summary(doc: ComparisonDoc, full: bool = True, why: list[Text] | None = None) -> list[Text]:
+    """The lines under the verdict table; ``why``: one per changed query, after the findings."""
     s = doc.summary
     verdicts = ", ".join(f"{n} {v}" for v, n in sorted(s.verdicts.items(), key=lambda kv: -kv[1]))
     out = [Text(f"Verdicts: {verdicts}", "summary")]
@@ -59,6 +60,7 @@ def summary(doc: ComparisonDoc, full: bool = True) -> list[Text]:
     if t["ratio"] is not None:
         out.append(Text(f"TOTAL of medians: A {t['a']:.1f} ms, B {t['b']:.1f} ms ({change(t['ratio'])})", "summary"))
     out += [Text(f"Finding: {f}", "summary", {"data-finding": str(i)}) for i, f in enumerate(doc.findings)]
+    out += why or []
     if full:
         out += machine_lines(s.machine, s.shift)
     out += [Text(f"Note: {note}", "summary") for note in doc.notes]
@@ -186,7 +188,7 @@ def comparison_section(cmp: Comparison, charts: bool = True, verbose: bool | Non
         blocks.append(tests)
     from chbench.report.explain import why_lines
 
-    blocks += [verdict_table(doc, full), *summary(doc, full), *why_lines(cmp)]
+    blocks += [verdict_table(doc, full), *summary(doc, full, why_lines(cmp))]
     probes = machine_table(doc.summary.machine) if full else None
     if probes is not None:
         blocks.append(probes)

@@ -59,6 +59,9 @@ def explain_blocks(cmp: Comparison, whys: dict[str, Why], charts: bool, top: int
             ops = _operator_rows(cmp, name)
             if ops:
                 inner.append(Charts([chart(key(f"ops-{name}"), "operator_times", ops)]))
+            stacks = _stacks(cmp, name)
+            if stacks is not None:
+                inner.append(Charts([chart(key(f"flame-{name}"), "flame_diff", *stacks)]))
             if why.counters:
                 inner.append(_table(why.counters, len(why.counters)))
         # HTML folds each query; text reports show it whole (consoles print no folds)
@@ -81,12 +84,35 @@ def _operator_rows(cmp: Comparison, name: str) -> list[tuple[str, float, float]]
     return out[:12]
 
 
+def _stacks(cmp: Comparison, name: str) -> tuple[dict[str, float], dict[str, float]] | None:
+    """Both sides' sampled stacks of a query, summed over its runs (None: a side has none)."""
+    b_profiles = {cmp.rename.get(n, n): runs for n, runs in cmp.b.profiles.items()}
+    out = []
+    for runs in (cmp.a.profiles.get(name) or [], b_profiles.get(name) or []):
+        total: dict[str, float] = {}
+        for r in runs:
+            for stack, n in r.stacks.items():
+                total[stack] = total.get(stack, 0.0) + n
+        if not total:
+            return None
+        out.append(total)
+    return out[0], out[1]
+
+
+def stacks_lines(info: dict[str, Any]) -> list[Text]:
+    """Where a side has no sampled stacks, why (once per side)."""
+    return [Text(f"Side {side}: {what['stacks_note']}", "summary") for side, what in sorted(info.items())
+            if what.get("stacks_note")]
+
+
 def explain_section(cmp: Comparison, whys: dict[str, Why], charts: bool, info: dict[str, Any],
                     top: int = TOP) -> Section:
     blocks: list[Block] = [Text(f"A = {cmp.doc.a_label}"), Text(f"B = {cmp.doc.b_label}")]
     for side, what in sorted(info.items()):
         for note in what.get("notes") or []:
             blocks.append(Text(f"Side {side}: {note}", "summary"))
+    if charts:  # the flame graphs are the HTML report's: there, say where they are missing
+        blocks += stacks_lines(info)
     if not whys:
         blocks.append(Text("No query changed: nothing to explain (chbench explain --query NAME explains one "
                            "anyway).", "summary"))

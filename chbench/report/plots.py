@@ -282,3 +282,48 @@ def operator_times(name: str, rows: list[tuple[str, float, float]]) -> str:
     ax.set_xlabel("operator time, ms (median over runs, all its instances)")
     ax.legend(fontsize=6, frameon=False, loc="lower right")
     return to_svg(fig, name)
+
+
+def flame_diff(name: str, a: dict[str, float], b: dict[str, float], title: str = "") -> str:
+    """A differential flame graph: each frame's width is its mean share of the samples in
+    A and B, its colour the change from A to B (red: more of B's time, blue: less)."""
+    from matplotlib.patches import Rectangle
+
+    ta, tb = sum(a.values()) or 1.0, sum(b.values()) or 1.0
+    root: dict[str, Any] = {"a": 0.0, "b": 0.0, "kids": {}}
+    for stacks, total, side in ((a, ta, "a"), (b, tb, "b")):
+        for stack, n in stacks.items():
+            node = root
+            node[side] += n / total
+            for frame in stack.split(";")[:FLAME_DEPTH]:
+                node = node["kids"].setdefault(frame, {"a": 0.0, "b": 0.0, "kids": {}})
+                node[side] += n / total
+    boxes: list[tuple[float, int, float, str, float]] = []  # x, depth, width, frame, change
+
+    def lay(node: dict[str, Any], x: float, depth: int) -> None:
+        for frame, kid in sorted(node["kids"].items()):
+            w = (kid["a"] + kid["b"]) / 2
+            if w >= FLAME_MIN:
+                boxes.append((x, depth, w, frame, kid["b"] - kid["a"]))
+                lay(kid, x, depth + 1)
+            x += w
+
+    lay(root, 0.0, 0)
+    depth = max((d for _, d, *_ in boxes), default=0) + 1
+    fig, ax = plt.subplots(figsize=(8.0, 0.6 + 0.18 * depth))
+    for x, d, w, frame, change in boxes:
+        k = max(-1.0, min(1.0, change / max(w, 1e-9)))
+        colour = (1.0, 1 - 0.8 * k, 1 - 0.8 * k) if k > 0 else (1 + 0.8 * k, 1 + 0.8 * k, 1.0)
+        ax.add_patch(Rectangle((x, d), w, 0.95, facecolor=colour, edgecolor="white", lw=0.3))
+        if w >= 0.04:
+            ax.text(x + 0.003, d + 0.45, _short(frame.split("(")[0], int(w * 120)), fontsize=5, va="center")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, depth)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(title or "sampled stacks, A → B (red: more of B's time, blue: less)", fontsize=7)
+    return to_svg(fig, name)
+
+
+FLAME_DEPTH = 40  # frames from the root
+FLAME_MIN = 0.002  # narrower frames are left out (a share of all samples)

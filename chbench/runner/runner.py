@@ -522,7 +522,8 @@ class Runner:
             samples = [s for q in self.doc.queries for s in q.samples
                        if s.target in side_ids and not s.warmup and not s.error]
             try:
-                got = collect(target, [s.query_id for s in samples])
+                got = collect(target, [s.query_id for s in samples], trace_log=self.plan.trace_log,
+                              profiled=self.plan.profile_ms is not None)
             except QueryError as e:
                 info.update({sid: {"counters": False, "operators": False, "runs": 0,
                                    "notes": [f"no server profile: {e.message}"]} for sid in side_ids})

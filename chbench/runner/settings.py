@@ -27,6 +27,10 @@ def settings_to_send(side: SidePlan, info: ServerInfo, plan: Plan) -> tuple[dict
         wanted["log_queries"] = "1"
         notes.append("log_queries=1 sent (this server's default is 0): each run's counters for chbench explain; "
                      "--no-explain sends nothing")
+    if plan.profile_ms:
+        period = str(int(plan.profile_ms * 1_000_000))
+        wanted["query_profiler_real_time_period_ns"] = period
+        wanted["query_profiler_cpu_time_period_ns"] = period
     if plan.timeout:
         wanted["max_execution_time"] = str(max(1, int(round(plan.timeout))))
     wanted.update(side.workload.settings)

@@ -58,6 +58,7 @@ class ProfileRun:
     key: tuple[int, int]  # (session, round)
     counters: dict[str, float]
     operators: dict[str, float]  # operator name -> elapsed microseconds (all its instances)
+    stacks: dict[str, float] = field(default_factory=dict)  # sampled stack (root first, ';') -> samples
 
 
 @dataclass
