@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from chbench.errors import QueryError, ServerLost
@@ -54,7 +55,7 @@ def _ids(query_ids: list[str]) -> str:
     return ",".join("'" + q.replace("'", "").replace("\\", "") + "'" for q in query_ids)
 
 
-def _query_log_sql(cols: set[str], ids: str) -> tuple[str, list[str]]:
+def _query_log_sql(cols: set[str], ids: str, since: str) -> tuple[str, list[str]]:
     if "ProfileEvents.Names" in cols:  # 18.x … 21.x: two parallel arrays
         names, values = "ProfileEvents.Names", "ProfileEvents.Values"
     else:
@@ -66,17 +67,21 @@ def _query_log_sql(cols: set[str], ids: str) -> tuple[str, list[str]]:
     return (f"SELECT query_id, arrayStringConcat({names}, ','), "
             f"arrayStringConcat(arrayMap(x -> toString(x), {values}), ','), toString({threads})"
             + "".join(f", toString({c})" for c in extra)
-            + f" FROM system.query_log WHERE type = 2 AND query_id IN ({ids})"), extra
+            + f" FROM system.query_log WHERE {since}type = 2 AND query_id IN ({ids})"), extra
 
 
 def collect(target: Target, query_ids: list[str], settle_s: float = 3.0, trace_log: str = "system.trace_log",
-            profiled: bool = False) -> Collected:
+            profiled: bool = False, since: float | None = None) -> Collected:
     """Every run's profile that the server logged. A server logs a query just after
     answering it, so ids still missing after a flush are asked for again for at most
     ``settle_s`` seconds."""
     out = Collected()
     if not query_ids:
         return out
+    # the logs are ordered by date and a production query_log is large: read only from
+    # the day before the first run (the server's clock may differ from ours)
+    day = (datetime.fromtimestamp(since, timezone.utc).date() - timedelta(days=1)).isoformat() if since else None
+    where = f"event_date >= '{day}' AND " if day else ""
     try:
         target.flush_logs()  # a server creates its log tables at their first flush
         cols = _columns(target, "query_log")
@@ -99,20 +104,20 @@ def collect(target: Target, query_ids: list[str], settle_s: float = 3.0, trace_l
             out.notes.append(f"logs not flushed ({e.message}): runs logged later are missing")
         for i in range(0, len(missing), BATCH):
             batch = missing[i: i + BATCH]
-            _counters(target, cols, batch, out)
+            _counters(target, cols, batch, out, where)
             if ops:
-                _operators(target, batch, out)
+                _operators(target, batch, out, where)
         missing = [q for q in missing if q not in out.profiles]
         if not missing or time.monotonic() >= deadline:
             break
         time.sleep(0.5)
     if missing:
         out.notes.append(f"{len(missing)} of {len(set(query_ids))} runs not in system.query_log")
-    _stacks(target, [q for q in dict.fromkeys(query_ids) if q in out.profiles], trace_log, profiled, out)
+    _stacks(target, [q for q in dict.fromkeys(query_ids) if q in out.profiles], trace_log, profiled, out, where)
     return out
 
 
-def _stacks(target: Target, ids: list[str], table: str, profiled: bool, out: Collected) -> None:
+def _stacks(target: Target, ids: list[str], table: str, profiled: bool, out: Collected, where: str) -> None:
     """Each run's sampled stacks (root first, frames joined by ';') and their counts,
     symbolised by the server: its ``symbols`` column where it fills one, else
     ``demangle(addressToSymbol())`` (allow_introspection_functions), else addresses."""
@@ -135,7 +140,8 @@ def _stacks(target: Target, ids: list[str], table: str, profiled: bool, out: Col
         if i == 0 and expr == "symbols":  # the server symbolised them itself (<symbolize>)
             expr = "if(empty(symbols), arrayMap(x -> hex(x), trace), symbols)"
         try:
-            got = _stack_rows(target, table, expr, ids, introspection="addressToSymbol" in expr)
+            got = _stack_rows(target, table, expr, ids, "addressToSymbol" in expr,
+                              where if "event_date" in cols else "")
         except QueryError as e:
             out.notes.append(f"stacks not symbolised that way ({e.message.splitlines()[0][:120]})")
             continue
@@ -150,22 +156,22 @@ def _stacks(target: Target, ids: list[str], table: str, profiled: bool, out: Col
                            + ("" if profiled else " (chbench run --profile sets the query profiler's period)"))
 
 
-def _stack_rows(target: Target, table: str, frames: str, ids: list[str],
-                introspection: bool) -> dict[str, dict[str, float]]:
+def _stack_rows(target: Target, table: str, frames: str, ids: list[str], introspection: bool,
+                where: str) -> dict[str, dict[str, float]]:
     got: dict[str, dict[str, float]] = {}
     settings = " SETTINGS allow_introspection_functions = 1" if introspection else ""
     for i in range(0, len(ids), BATCH):
         rows = target.query_rows(
             f"SELECT query_id, arrayStringConcat(arrayReverse({frames}), ';') AS stack, count() FROM {table} "
-            f"WHERE query_id IN ({_ids(ids[i: i + BATCH])}) AND toString(trace_type) IN ('Real', 'CPU') "
+            f"WHERE {where}query_id IN ({_ids(ids[i: i + BATCH])}) AND toString(trace_type) IN ('Real', 'CPU') "
             f"GROUP BY query_id, stack{settings}")
         for r in rows:
             got.setdefault(r[0], {})[r[1]] = float(r[2])
     return got
 
 
-def _counters(target: Target, cols: set[str], ids: list[str], out: Collected) -> None:
-    sql, extra = _query_log_sql(cols, _ids(ids))
+def _counters(target: Target, cols: set[str], ids: list[str], out: Collected, where: str) -> None:
+    sql, extra = _query_log_sql(cols, _ids(ids), where)
     for r in target.query_rows(sql):
         names, values = r[1].split(",") if r[1] else [], r[2].split(",") if r[2] else []
         counters: dict[str, float] = {n: float(v) for n, v in zip(names, values, strict=False) if n}
@@ -178,10 +184,10 @@ def _counters(target: Target, cols: set[str], ids: list[str], out: Collected) ->
         prof["counters"] = counters
 
 
-def _operators(target: Target, ids: list[str], out: Collected) -> None:
+def _operators(target: Target, ids: list[str], out: Collected, where: str) -> None:
     rows = target.query_rows(
         "SELECT query_id, name, count(), sum(elapsed_us), sum(input_wait_elapsed_us), sum(output_wait_elapsed_us), "
-        f"sum(input_rows), sum(output_rows) FROM system.processors_profile_log WHERE query_id IN ({_ids(ids)}) "
+        f"sum(input_rows), sum(output_rows) FROM system.processors_profile_log WHERE {where}query_id IN ({_ids(ids)}) "
         "GROUP BY query_id, name")
     got: dict[str, dict[str, dict[str, float]]] = {}
     for r in rows:

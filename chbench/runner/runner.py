@@ -523,7 +523,8 @@ class Runner:
                        if s.target in side_ids and not s.warmup and not s.error]
             try:
                 got = collect(target, [s.query_id for s in samples], trace_log=self.plan.trace_log,
-                              profiled=self.plan.profile_ms is not None)
+                              profiled=self.plan.profile_ms is not None,
+                              since=min((s.started_at for s in samples), default=None))
             except QueryError as e:
                 info.update({sid: {"counters": False, "operators": False, "runs": 0,
                                    "notes": [f"no server profile: {e.message}"]} for sid in side_ids})
