@@ -158,3 +158,14 @@ def test_differential_flame_graph_from_trace_log_rows(tmp_path):
     assert not info["stacks"] and "no sampled stacks in system.trace_log" in info["stacks_note"]
     bad = run_cli("run", "--query", "SELECT 1", "--trace-log", "x; DROP TABLE y")
     assert bad.code == 2 and "not a table name" in bad.stderr
+
+
+def test_native_protocol_collects_the_same(modern, tmp_path):
+    out = tmp_path / "native.json"
+    r = run_cli("run", "--target", modern.native_url, "--query", "SELECT sum(number) FROM numbers_mt(2000000)",
+                "--iterations", "3", "--warmup", "0", "--quiet", "--out", str(out))
+    assert r.code == 0, r.stderr
+    doc = load(out)
+    info = doc["meta"]["explain"]["A"]
+    assert info["counters"] and info["operators"] and info["runs"] == 3
+    assert all(s["profile"]["counters"]["read_rows"] == 2_000_000 for s in doc["queries"][0]["samples"])

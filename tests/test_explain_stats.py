@@ -68,3 +68,37 @@ def test_too_few_runs_say_so():
     rng = np.random.default_rng(4)
     why = explain_query(_runs(rng, 2, BASE, OPS), _runs(rng, 2, BASE, OPS), paired=True)
     assert why.note and "too few runs" in why.note and why.to_json()["counters"] == []
+
+
+def test_more_rows_read_is_normalised_per_row():
+    rng = np.random.default_rng(5)
+    base = {**BASE, "read_rows": 1_000_000.0}
+    more = {**base, "read_rows": 2_000_000.0, "RealTimeMicroseconds": 140_000.0}
+    b_ops = {k: 2 * v for k, v in OPS.items()}
+    why = explain_query(_runs(rng, 12, base, OPS), _runs(rng, 12, more, b_ops), paired=True, time_ratio=2.0)
+    agg = next(m for m in why.operators if m.name == "AggregatingTransform")
+    assert agg.per_row is not None and abs(agg.per_row - 1.0) < 0.1  # twice the time for twice the rows
+    assert "reads 2× the rows" in why.facts and "per row read ±0% (2× the rows)" in why.facts
+
+
+def test_a_changed_query_without_profiles_still_carries_why(tmp_path):
+    from chbench.compare import build_comparison
+    from chbench.results import RunDocument, RunQuery, RunSample, RunTarget
+    from chbench.results.run import QuerySide
+
+    doc = RunDocument(targets=[RunTarget(id="A", kind="embedded", url="embedded", label="a"),
+                               RunTarget(id="B", kind="embedded", url="embedded", label="b")])
+    q = RunQuery(name="q", sql="SELECT 1", sql_sent="SELECT 1", target=["A", "B"],
+                 sides={s: QuerySide(sql="SELECT 1", sql_sent="SELECT 1") for s in "AB"})
+    for r in range(12):
+        for side, ms in (("A", 10.0 + r % 3 * 0.1), ("B", 20.0 + r % 3 * 0.1)):
+            q.samples.append(RunSample(query_id=f"{side}{r}", client_ms=ms, target=side, round=r))
+    doc.queries = [q]
+    doc.meta.extra["explain"] = {s: {"counters": False, "operators": False, "runs": 0,
+                                     "notes": ["embedded: no system.query_log to read each run's counters from"]}
+                                 for s in "AB"}
+    path = tmp_path / "r.json"
+    path.write_text(__import__("json").dumps(doc.to_json()))
+    row = build_comparison([str(path)]).doc.queries[0]
+    assert row.verdict == "slower" and row.why is not None
+    assert row.why["counters"] == [] and row.why["operators"] == [] and "no system.query_log" in row.why["summary"]

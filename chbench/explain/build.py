@@ -42,12 +42,20 @@ def explain_rows(doc: ComparisonDoc, a: Side, b: Side, rename: dict[str, str], p
             continue
         pa, pb = a.profiles.get(row.name) or [], b_profiles.get(row.name) or []
         if not pa and not pb:
+            if row.verdict in FLAGGED:  # every changed row carries why: here, why it is empty
+                row.why = Why(note=_missing(a, b)).to_json()
             continue
         why = why_of(pa, pb, paired, row.ratio, row.plan_changed)
         out[row.name] = why
         if row.verdict in FLAGGED:
             row.why = why.to_json()
     return out
+
+
+def _missing(a: Side, b: Side) -> str:
+    """Why a changed query has no server profile: what the runs said, or that they are old."""
+    notes = [n for side in (a, b) for n in (side.explain.get("notes") or [])]
+    return notes[0] if notes else NO_PROFILES
 
 
 def side_info(cmp: Comparison) -> dict[str, dict[str, Any]]:

@@ -75,6 +75,7 @@ class MetricChange:
     tier: int = 2
     share: float | None = None  # operators: this operator's share of all operators' time change
     only: str | None = None  # an operator on one side only ("a" or "b")
+    per_row: float | None = None  # where the rows read changed: the ratio per row read
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "a": self.a, "b": self.b, "ratio": self.ratio,
@@ -83,6 +84,8 @@ class MetricChange:
             out["share"] = self.share
         if self.only is not None:
             out["only"] = self.only
+        if self.per_row is not None:
+            out["per_row"] = self.per_row
         return out
 
     def phrase(self) -> str:
@@ -229,9 +232,17 @@ def explain_query(a: list[ProfileRun], b: list[ProfileRun], paired: bool, time_r
     for m in changed_ops:
         if m.only is not None:  # its share of its own side's operator time
             m.share = (m.b if m.only == "b" else m.a) / side_total[m.only]
+    rows = next((m for m in tested if m.name == "read_rows"), None)
+    rows_ratio = rows.ratio if rows is not None and rows.changed and rows.a > 0 and rows.b > 0 else None
+    if rows_ratio is not None:  # normalised per row read: time spent per row, not more rows
+        for m in tested:
+            if m.kind == "operator" or m.name in EFFECTS:
+                m.per_row = m.ratio / rows_ratio
     why = Why(counters=sorted([m for m in tested if m.kind == "counter" and m.changed], key=_rank_key),
               operators=sorted(changed_ops, key=_rank_key), tested=len(tested))
     why.facts = facts(why, {m.name: m for m in tested}, time_ratio, plan)
+    if rows_ratio is not None and time_ratio is not None:
+        why.facts.append(f"per row read {_pct(time_ratio / rows_ratio)} ({_times(rows_ratio)} the rows)")
     return why
 
 
@@ -251,7 +262,8 @@ def facts(why: Why, every: dict[str, MetricChange], time_ratio: float | None, pl
     hits = changed.get("QueryCacheHits")
     if hits is not None:
         out.append("answered from the query cache" if hits.ratio > 1 else "no longer answered from the query cache")
-    for name, what in (("SelectedMarks", "marks"), ("SelectedParts", "parts"), ("SelectedRows", "rows")):
+    for name, what in (("SelectedMarks", "marks"), ("SelectedParts", "parts"), ("SelectedRows", "rows"),
+                       ("read_rows", "rows")):
         m = changed.get(name)
         if m is not None:
             out.append(f"reads {number(m.b)} {what}, none in A" if m.a == 0 else
@@ -294,7 +306,7 @@ def _times(r: float) -> str:
 
 
 def _pct(r: float) -> str:
-    return f"{r - 1:+.0%}"
+    return "±0%" if abs(r - 1) < 0.005 else f"{r - 1:+.0%}"
 
 
 def number(v: float) -> str:
