@@ -162,8 +162,9 @@ def test_differential_flame_graph_from_trace_log_rows(tmp_path):
 
 def test_native_protocol_collects_the_same(modern, tmp_path):
     out = tmp_path / "native.json"
+    # --quiet-wait 0: on a busy machine runs set aside and measured again would change the count
     r = run_cli("run", "--target", modern.native_url, "--query", "SELECT sum(number) FROM numbers_mt(2000000)",
-                "--iterations", "3", "--warmup", "0", "--quiet", "--out", str(out))
+                "--iterations", "3", "--warmup", "0", "--quiet", "--quiet-wait", "0", "--out", str(out))
     assert r.code == 0, r.stderr
     doc = load(out)
     info = doc["meta"]["explain"]["A"]

@@ -33,8 +33,9 @@ def why_of(a: list[ProfileRun], b: list[ProfileRun], paired: bool, ratio: float 
 
 def explain_rows(doc: ComparisonDoc, a: Side, b: Side, rename: dict[str, str], paired: bool,
                  every: bool = False) -> dict[str, Why]:
-    """Sets ``why`` on every slower or faster row (``every``: on every row) that both
-    sides have profiles for; returns the explanations by query name."""
+    """Sets ``why`` on every slower or faster row — empty, with the reason, where neither
+    side has profiles; with ``every`` the other rows are explained too (returned, not
+    set on them). Returns the explanations by query name."""
     b_profiles = {rename.get(n, n): runs for n, runs in b.profiles.items()}
     out: dict[str, Why] = {}
     for row in doc.queries:

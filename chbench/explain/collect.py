@@ -82,8 +82,8 @@ def collect(target: Target, query_ids: list[str], settle_s: float = 3.0, trace_l
     # the day before the first run (the server's clock may differ from ours)
     day = (datetime.fromtimestamp(since, timezone.utc).date() - timedelta(days=1)).isoformat() if since else None
     where = f"event_date >= '{day}' AND " if day else ""
+    _flush(target, out)  # a server creates its log tables at their first flush
     try:
-        target.flush_logs()  # a server creates its log tables at their first flush
         cols = _columns(target, "query_log")
     except (QueryError, ServerLost) as e:
         out.notes.append(f"no server profile: {getattr(e, 'message', e)}")
@@ -98,10 +98,7 @@ def collect(target: Target, query_ids: list[str], settle_s: float = 3.0, trace_l
     missing = list(dict.fromkeys(query_ids))
     deadline = time.monotonic() + settle_s
     while missing:
-        try:
-            target.flush_logs()
-        except QueryError as e:
-            out.notes.append(f"logs not flushed ({e.message}): runs logged later are missing")
+        _flush(target, out)
         for i in range(0, len(missing), BATCH):
             batch = missing[i: i + BATCH]
             _counters(target, cols, batch, out, where)
@@ -115,6 +112,17 @@ def collect(target: Target, query_ids: list[str], settle_s: float = 3.0, trace_l
         out.notes.append(f"{len(missing)} of {len(set(query_ids))} runs not in system.query_log")
     _stacks(target, [q for q in dict.fromkeys(query_ids) if q in out.profiles], trace_log, profiled, out, where)
     return out
+
+
+def _flush(target: Target, out: Collected) -> None:
+    """SYSTEM FLUSH LOGS where the user may (a user without the SYSTEM privilege still
+    gets what the server flushed by itself; said once)."""
+    try:
+        target.flush_logs()
+    except QueryError as e:
+        note = f"logs not flushed ({e.message.splitlines()[0][:120]}): runs the server had not written yet are missing"
+        if note not in out.notes:
+            out.notes.append(note)
 
 
 def _stacks(target: Target, ids: list[str], table: str, profiled: bool, out: Collected, where: str) -> None:
