@@ -59,8 +59,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         whys = {r.name: whys[r.name] for r in cmp.doc.queries if r.verdict in FLAGGED and r.name in whys}
     info = side_info(cmp)
-    rows = [r for r in cmp.doc.queries if r.name in (set(args.query) if args.query else {r.name for r in
-                                                                                      cmp.doc.queries})]
+    rows = [r for r in cmp.doc.queries if not args.query or r.name in args.query]
     data = {"kind": "explain", "files": args.files, "sides": info,
             "queries": [{"name": r.name, "verdict": r.verdict, "ratio": r.ratio, "ci": list(r.ci) if r.ci else None,
                          **({"why": whys[r.name].to_json()} if r.name in whys and (r.verdict in FLAGGED or args.query)

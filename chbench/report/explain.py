@@ -10,7 +10,7 @@ from chbench.compare import Comparison
 from chbench.export.numbers import change
 from chbench.export.sections import Block, Cell, Charts, Column, Details, Heading, Section, Table, Text
 from chbench.report.charts import chart, key
-from chbench.stats.explain import MetricChange, Why, number
+from chbench.stats.explain import MetricChange, ProfileRun, Why, number
 
 TOP = 5
 COLUMNS = [
@@ -69,11 +69,16 @@ def explain_blocks(cmp: Comparison, whys: dict[str, Why], charts: bool, top: int
     return blocks
 
 
+def _runs(cmp: Comparison, name: str) -> tuple[list[ProfileRun], list[ProfileRun]]:
+    """A query's profiled runs on each side (B's query matched to A's name)."""
+    b = next((runs for n, runs in cmp.b.profiles.items() if cmp.rename.get(n, n) == name), [])
+    return cmp.a.profiles.get(name) or [], b
+
+
 def _operator_rows(cmp: Comparison, name: str) -> list[tuple[str, float, float]]:
     import numpy as np
 
-    b_profiles = {cmp.rename.get(n, n): runs for n, runs in cmp.b.profiles.items()}
-    pa, pb = cmp.a.profiles.get(name) or [], b_profiles.get(name) or []
+    pa, pb = _runs(cmp, name)
     names = sorted({n for r in pa + pb for n in r.operators})
     out = []
     for n in names:
@@ -86,9 +91,8 @@ def _operator_rows(cmp: Comparison, name: str) -> list[tuple[str, float, float]]
 
 def _stacks(cmp: Comparison, name: str) -> tuple[dict[str, float], dict[str, float]] | None:
     """Both sides' sampled stacks of a query, summed over its runs (None: a side has none)."""
-    b_profiles = {cmp.rename.get(n, n): runs for n, runs in cmp.b.profiles.items()}
     out = []
-    for runs in (cmp.a.profiles.get(name) or [], b_profiles.get(name) or []):
+    for runs in _runs(cmp, name):
         total: dict[str, float] = {}
         for r in runs:
             for stack, n in r.stacks.items():
