@@ -78,6 +78,22 @@ def test_query_that_moved_differently_still_stands_out_against_the_shift():
     assert verdicts(doc)[9] == "faster"
 
 
+def test_a_slowdown_beyond_what_the_busier_machine_explains_stands():
+    """Other processes at 15% of the CPUs explain up to 1/(1 - 3 × 0.15) = 1.82× (a
+    neighbour delays one of a query's threads and the rest wait): 3× slower is the
+    engine's, and says the machine could not explain it."""
+    rng = np.random.default_rng(18)
+    machine = busier_b()
+    assert 1.8 < machine["explains_up_to"] < 1.85
+    a, b = sides(rng, [1.0] * 9 + [3.0], n=20, cv=0.03)
+    doc = compare_json(list(a), a, b, Options(), machine=machine)
+    q = doc["queries"][9]
+    assert q["verdict"] == "slower" and q["ci"][0] > 1.82
+    assert any("explains at most +82%" in f for f in q["flags"])
+    a, b = sides(rng, [1.0] * 9 + [1.6], n=20, cv=0.03)  # within what it explains
+    assert compare_json(list(a), a, b, Options(), machine=machine)["queries"][9]["verdict"] == "unstable"
+
+
 def test_a_query_the_busier_machine_may_have_hit_harder_is_unstable_not_slower():
     """Against a shift the machine explains, moving a little more than the threshold is
     not enough: a busy machine does not slow every query alike."""

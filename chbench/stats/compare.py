@@ -478,12 +478,18 @@ def _busier_machine(rows: list[QueryComparison], tested: list[int], machine: dic
     built-in suite, with most near +2%, so three queries stood far beyond the shift).
     It is ``unstable`` (its verdict against 1 kept in ``vs_one`` unless the shift's
     analysis kept it already); a change the other way still stands (the machine worked
-    against it)."""
+    against it), and so does one whose whole interval lies beyond what the machine can
+    explain (``explains_up_to``, stats/machine.py: a 3× slowdown is not a neighbour's)."""
     busier = machine["busier"]
     what = ", ".join(machine.get("differences") or []) or "probes"
+    limit = float(machine.get("explains_up_to") or math.inf)
     for i in tested:
         r = rows[i]
         if (r.verdict == SLOWER and busier == "B") or (r.verdict == FASTER and busier == "A"):
+            if r.ci and (r.ci[0] > limit or r.ci[1] < 1.0 / limit):
+                r.flags.append(f"the machine was busier during {busier} ({what}), which explains at most "
+                               f"{limit - 1:+.0%}: this change is beyond it")
+                continue
             if r.vs_one is None:
                 r.vs_one = Evidence(r.verdict, ci=r.ci, p_adjusted=r.p_adjusted, reasoning=r.reasoning)
             r.verdict, r.busier_machine = UNSTABLE, busier

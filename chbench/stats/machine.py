@@ -32,6 +32,14 @@ SERVER = [
 ]
 FREQ_MATERIAL = 0.05  # a CPU frequency 5% lower is a slower machine
 REFERENCE_MATERIAL = 0.03  # the reference task (its own process) 3% slower, significantly
+# How much slower a busier machine can make a query, at most. Measured 2026-12-01: a
+# neighbour busy 40% of one core (0.20 of 2 cores) slowed three built-in queries by +19%
+# to +41% and the rest by ~2%: the worst exceeded 1/(1 - share) (= +25%) since a query's
+# threads wait for the one the neighbour delays. So a share s of other processes' CPU
+# explains up to 1/(1 - 3s), never less than +50%; a slower reference task or clock, its
+# own change to the 4th power. Beyond that, ``slower`` on the busier machine stands.
+EXPLAINS_FLOOR = 1.5
+SHARE_FACTOR = 3.0
 
 
 def summarize(readings: list[dict[str, Any]]) -> dict[str, float]:
@@ -89,7 +97,28 @@ def difference(a: dict[str, Any], b: dict[str, Any], reference: dict[str, Any] |
     load = [(s.get("client") or {}).get("load1") for s in (a, b)]
     if phrases and None not in load:
         phrases.append(f"load {load[0]:.1f} vs {load[1]:.1f}")
-    return {"busier": busier, "material": bool(votes), "differences": phrases}
+    out: dict[str, Any] = {"busier": busier, "material": bool(votes), "differences": phrases}
+    if busier is not None:
+        out["explains_up_to"] = explains_up_to(a, b, reference)
+    return out
+
+
+def explains_up_to(a: dict[str, Any], b: dict[str, Any], reference: dict[str, Any] | None) -> float:
+    """The largest slowdown (a ratio) the busier run's machine state can explain
+    (constants above): a query slower beyond it is not the machine's doing."""
+    worst = EXPLAINS_FLOOR
+    for where, rules in (("client", CLIENT), ("server", SERVER)):
+        sa, sb = a.get(where) or {}, b.get(where) or {}
+        shares = [abs(sb[k] - sa[k]) for k, *_ in rules if k in sa and k in sb]
+        if shares:
+            worst = max(worst, 1.0 / (1.0 - min(0.9, SHARE_FACTOR * max(shares))))
+        fa, fb = sa.get("freq_mhz"), sb.get("freq_mhz")
+        if fa and fb:
+            worst = max(worst, max(fa / fb, fb / fa) ** 4)
+    if reference is not None and reference.get("ratio"):
+        r = float(reference["ratio"])
+        worst = max(worst, max(r, 1.0 / r) ** 4)
+    return float(worst)
 
 
 def describe(diff: dict[str, Any]) -> str:
