@@ -270,3 +270,44 @@ class LegacyServer(_Server):
             except subprocess.TimeoutExpired:
                 self.kill()
         self._cleanup()
+
+
+class BinaryServer(_Server):
+    """Any ``clickhouse`` build given as a binary (``--engines-from DIR``): the multi-call
+    ``clickhouse`` (started as ``clickhouse server``) or a ``clickhouse-server``, with a
+    minimal config of chbench's own — loopback only, data in a temp dir, query_log on —
+    whose root element (``<yandex>``) every version from 18.x on reads."""
+
+    def __init__(self, binary: str) -> None:
+        self.workdir = Path(tempfile.mkdtemp(prefix="chbench-binary-"))
+        self.http_port, self.tcp_port = free_port(), free_port()
+        w = self.workdir
+        for sub in ("data", "tmp", "user_files", "format_schemas"):
+            (w / sub).mkdir()
+        (w / "users.xml").write_text(
+            "<yandex><profiles><default></default></profiles><quotas><default></default></quotas>"
+            "<users><default><password></password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks>"
+            "<profile>default</profile><quota>default</quota></default></users></yandex>")
+        (w / "config.xml").write_text(
+            "<yandex><logger><level>warning</level>"
+            f"<log>{w}/server.log</log><errorlog>{w}/server.err.log</errorlog></logger>"
+            f"<listen_host>127.0.0.1</listen_host><http_port>{self.http_port}</http_port>"
+            f"<tcp_port>{self.tcp_port}</tcp_port><interserver_http_port>{free_port()}</interserver_http_port>"
+            f"<path>{w}/data/</path><tmp_path>{w}/tmp/</tmp_path><user_files_path>{w}/user_files/</user_files_path>"
+            f"<format_schema_path>{w}/format_schemas/</format_schema_path>"
+            f"<users_config>{w}/users.xml</users_config><default_profile>default</default_profile>"
+            "<default_database>default</default_database><mark_cache_size>536870912</mark_cache_size>"
+            "<max_concurrent_queries>100</max_concurrent_queries>"
+            "<query_log><database>system</database><table>query_log</table>"
+            "<flush_interval_milliseconds>1000</flush_interval_milliseconds></query_log></yandex>")
+        argv = [binary, "server"] if Path(binary).name == "clickhouse" else [binary]
+        self._start([*argv, f"--config-file={w}/config.xml"], None)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._cleanup()

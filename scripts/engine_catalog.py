@@ -57,6 +57,11 @@ except Exception as e:
     sys.exit(0)
 out = {"clickhouse": text(chdb.query("SELECT version()", "TabSeparated")).strip(),
        "api": "connect" if hasattr(chdb, "connect") else "query", "chdb_version": getattr(chdb, "__version__", None)}
+try:  # chbench's worker keeps tables in a data directory: one-shot releases need path=
+    chdb.query("SELECT 1", "TabSeparated", path=tempfile.mkdtemp())
+except TypeError as e:
+    out["error"] = ("unusable: query() takes no path= argument, so tables do not persist between its one-shot "
+                    "calls (%s)" % str(e).splitlines()[0][:80])
 print(json.dumps(out), flush=True)
 # can this build listen? the server recipe of ../shared/SERVERS.md: a FIFO keeps the call
 # (and its listeners) alive until a line is written to it; /ping must answer meanwhile

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from chbench.commands.args import add_format, add_statistics, add_verbose, compare_options
 from chbench.errors import EXIT_FINDING, EXIT_OK
@@ -21,6 +22,7 @@ examples:
   chbench compare a.json b.json --threshold 10 --fail-on unstable
   chbench compare before1.json before2.json --vs after.json   several files (sessions) per side
   chbench compare perf.json --method clickhouse      ClickHouse CI's rule (performance tests)
+  chbench compare abc.json --baseline B              a run of 3+ targets: B against each, then adjacent pairs
 
 verdicts: slower, faster, no change, unstable, only in A, only in B, failed, fails on B only,
   skipped (a performance test's query that could not run: missing table, unknown setting, …),
@@ -34,6 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--vs", nargs="+", metavar="FILE",
                    help="several files per side: FILE… are side A, these side B (each file one or more sessions)")
+    p.add_argument("--baseline", metavar="SIDE",
+                   help="a file of three or more sides: the side the others are judged against (A, B, …, its "
+                        "position, or a part of its label; default the first), then each adjacent pair")
     add_statistics(p)
     add_verbose(p)
     add_format(p, ["console", "markdown", "json", "csv", "html"])
@@ -50,6 +55,12 @@ def run(args: argparse.Namespace) -> int:
     from chbench.ui import say
 
     exporter = get_exporter(args.format)
+    if len(args.files) == 1 and not args.vs and _sides(args.files[0]) > 2:
+        return _nway(args, exporter)
+    if args.baseline:
+        from chbench.errors import UsageError
+
+        raise UsageError("--baseline picks a side of a file of three or more sides")
     cmp = build_comparison(args.files, compare_options(args), vs=args.vs)
     section = comparison_section(cmp, charts=args.format == "html", verbose=args.verbose or None)
     section.title = f"chbench compare: {cmp.doc.a_label} → {cmp.doc.b_label}"
@@ -69,3 +80,35 @@ def run(args: argparse.Namespace) -> int:
     failing += verdicts.get("answer changed", 0) + verdicts.get("fails on B only", 0)
     failing += 1 if shift and shift.finding == "slower" else 0  # all queries slower together: the engine's
     return EXIT_FINDING if failing else EXIT_OK
+
+
+def _sides(path: str) -> int:
+    from chbench.results import RunDocument, open_results
+
+    doc = open_results(path)
+    return len(doc.targets) if isinstance(doc, RunDocument) else 1
+
+
+def _nway(args: argparse.Namespace, exporter: Any) -> int:
+    """A file of N sides: every comparison compare/nway.py makes, one section each."""
+    from chbench.compare.nway import build_nway
+    from chbench.export.sections import Report, Text
+    from chbench.report.comparison import comparison_section
+
+    nway = build_nway(args.files[0], compare_options(args), args.baseline)
+    sections = []
+    for (i, j), cmp in zip(nway.pairs, nway.comparisons, strict=True):
+        section = comparison_section(cmp, charts=args.format == "html", verbose=args.verbose or None)
+        section.title = f"{nway.kind((i, j))}: {cmp.doc.a_label} → {cmp.doc.b_label}"
+        sections.append(section)
+    sections[0].blocks.insert(0, Text(f"{len(nway.labels)} sides, {len(nway.pairs)} comparisons (the baseline "
+                                      f"{nway.labels[nway.baseline]} against each, then adjacent pairs), each at "
+                                      f"alpha {nway.alpha:g} / {len(nway.pairs)}"))
+    text = exporter.render(Report(f"chbench compare: {args.files[0]}", sections, args.files, data=nway.to_json()))
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    if args.fail_on == "never":
+        return EXIT_OK
+    return EXIT_FINDING if nway.failing(args.fail_on) else EXIT_OK

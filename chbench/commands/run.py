@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from chbench.plan import Plan
 
 NAME = "run"
-HELP = "measure a query suite on one or two targets"
+HELP = "measure a query suite on one target, two side by side, or several at once"
 DESCRIPTION = "Run a query suite (the built-in one by default) and write a results file."
 EPILOG = f"""\
 examples:
@@ -33,6 +33,8 @@ examples:
   chbench run --target http://localhost:8123 --out before.json
   chbench run --target clickhouse://db1 --queries suite.sql --server-metrics --out a.json
   chbench run --target http://old:8123 --target http://new:8123 --out ab.json   side by side
+  chbench run --target embedded@24.8 --target embedded@25.8 --target embedded@26.9 --out abc.json
+                                                     N-way: every round runs all, the order rotating
   chbench run --setting-b max_threads=1 --out threads.json    settings A/B on one target
   chbench run --scale-b 1.1 --iterations 15 --out scale.json
   chbench run --target http://db:8123 --sessions 3 --out before.json   in-place upgrade: 3 sessions before,
@@ -63,7 +65,8 @@ def table_name(text: str) -> str:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from chbench.workload import AUTO, FORMATS
 
-    add_connection(p, target_help=f"{SCHEMES}; give two for a side-by-side run (default: the embedded engine)")
+    add_connection(p, target_help=f"{SCHEMES}; give two for a side-by-side run, more for an N-way run (default: the "
+                                        "embedded engine)")
     w = p.add_argument_group("what is run")
     w.add_argument("--queries", metavar="FILE", help="SQL script (';'-separated, '-- name: NAME') or one query per "
                                                      "line; '-' reads stdin")
@@ -122,21 +125,27 @@ def build_plan(args: argparse.Namespace) -> Plan:
     from chbench.commands.args import test_options
     from chbench.commands.connection import build_targets
     from chbench.errors import UsageError
-    from chbench.plan import Plan, SidePlan
+    from chbench.plan import SIDE_IDS, Plan, SidePlan, side_ids
     from chbench.workload import default_suite, load_workload
 
     if [args.queries, args.queries_b, *args.query].count("-") > 1:
         raise UsageError("only one of --queries, --queries-b and --query can read standard input ('-')")
     targets = build_targets(args)
-    if len(targets) > 2:
-        raise UsageError(f"at most two targets (a side-by-side run), got {len(targets)}")
+    if len(targets) > len(SIDE_IDS):
+        raise UsageError(f"at most {len(SIDE_IDS)} targets in one run, got {len(targets)}")
+    if len(targets) > 2 and (args.setting_b or args.scale_b or args.queries_b):
+        raise UsageError("--setting-b, --scale-b and --queries-b make side B of a two-sided run: with "
+                         f"{len(targets)} targets, give each its own --target")
     settings = dict(args.setting)
     files_a = [args.queries] if args.queries else []
     tests = test_options(args)
     workload_a = load_workload(files_a, args.query, args.queries_format, args.scale, args.tests, tests)
     scale_a = None if files_a or args.query or args.tests else args.scale
     sides = [SidePlan("A", targets[0], workload_a, settings, scale_a)]
-    if len(targets) == 2 or args.setting_b or args.scale_b or args.queries_b:
+    if len(targets) > 2:  # N-way: every target runs the same workload (plan.round_order)
+        sides += [SidePlan(sid, t, workload_a, settings, scale_a) for sid, t in zip(side_ids(len(targets))[1:],
+                                                                                    targets[1:], strict=True)]
+    elif len(targets) == 2 or args.setting_b or args.scale_b or args.queries_b:
         if args.scale_b and scale_a is None:
             raise UsageError("--scale-b applies to the built-in suite only (no --queries/--query)")
         workload_b, scale_b = workload_a, scale_a

@@ -60,6 +60,28 @@ def match_names(a: Side, b: Side) -> tuple[list[str], dict[str, str]]:
     return names, rename
 
 
+def pair_view(one: Sides, pair: tuple[int, int]) -> Sides:
+    """A file of N sides seen as the two ``pair`` names: its checks (answers, plans, the
+    data) re-keyed so that those two are ``a`` and ``b`` (compare/checks.py reads them so)."""
+    from dataclasses import replace
+
+    from chbench.upgrade.checks import answers_equal, plans_changed
+
+    x, y = (chr(ord("a") + i) for i in pair)
+    checks: dict[str, Any] = {}
+    if one.checks:
+        checks["settings"] = one.checks.get("settings") if pair == (0, 1) else None
+        checks["answers"] = {n: {"a": v[x], "b": v[y], "equal": answers_equal(v[x], v[y])}
+                             for n, v in (one.checks.get("answers") or {}).items() if x in v and y in v}
+        checks["plans"] = {n: {"a": v[x], "b": v[y], "changed": plans_changed(v[x], v[y], "plan"),
+                               "pipeline_changed": plans_changed(v[x], v[y], "pipeline")}
+                           for n, v in (one.checks.get("plans") or {}).items() if x in v and y in v}
+        data = one.checks.get("data")
+        if data and x in data and y in data:
+            checks["data"] = {"sql": data["sql"], "a": data[x], "b": data[y], "equal": data[x] == data[y]}
+    return replace(one, sides=[one.sides[pair[0]], one.sides[pair[1]]], checks=checks)
+
+
 def load_sides(path: str, metric: str) -> Sides:
     return sides_of(path, open_results(path), metric)
 
@@ -205,11 +227,18 @@ def set_aside_summary(a: Side, b: Side) -> dict[str, Any] | None:
 
 
 def build_comparison(files: list[str], opts: CompareOptions | None = None,
-                     vs: list[str] | None = None) -> Comparison:
+                     vs: list[str] | None = None, pair: tuple[int, int] | None = None,
+                     opened: Sides | None = None) -> Comparison:
     """The comparison of one side-by-side file, two files, or ``files`` against ``vs``
-    (several files per side)."""
+    (several files per side); of a file of N sides, the sides ``pair`` names (indexes;
+    ``opened``: that file already loaded — compare/nway.py)."""
     opts = opts or CompareOptions()
-    a, b, loaded, notes = _pick_many(files, vs, opts.metric) if vs else _pick(files, opts.metric)
+    notes: list[str]
+    if pair is not None:
+        one = opened or load_sides(files[0], opts.metric)
+        a, b, loaded, notes = one.sides[pair[0]], one.sides[pair[1]], [pair_view(one, pair)], []
+    else:
+        a, b, loaded, notes = _pick_many(files, vs, opts.metric) if vs else _pick(files, opts.metric)
     separate = len(loaded) >= 2
     names, rename = match_names(a, b)
     b_queries = {rename.get(n, n): d for n, d in b.queries.items()}

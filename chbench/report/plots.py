@@ -327,3 +327,53 @@ def flame_diff(name: str, a: dict[str, float], b: dict[str, float], title: str =
 
 FLAME_DEPTH = 40  # frames from the root
 FLAME_MIN = 0.002  # narrower frames are left out (a share of all samples)
+
+
+def _trend_axes(ax: Any, versions: list[str], series: list[dict[str, Any]], steps: list[dict[str, Any]],
+                small: bool) -> None:
+    """One query's series over the versions: each version's ratio to the first with its
+    interval; a step between two versions is marked at the later one (red: slower,
+    green: faster, brown: answer, grey dashed: plan)."""
+    xs = [i for i, p in enumerate(series) if p.get("ratio")]
+    ys = [float(series[i]["ratio"]) for i in xs]
+    ax.plot(xs, ys, "-", color="#1f77b4", lw=1.0 if small else 1.4)
+    for i in xs:
+        p = series[i]
+        ci = p.get("ci") or [p["ratio"], p["ratio"]]
+        ax.plot([i, i], ci, color="#1f77b4", lw=1.2)
+        color = VERDICT_COLORS.get(p.get("verdict", ""), "#1f77b4")
+        ax.plot([i], [p["ratio"]], "o", color=color, ms=2.5 if small else 4)
+    for s in steps:
+        x = versions.index(s["to"]) - 0.5
+        mark = {"answer": "#8c564b", "plan": "#999"}.get(s["kind"]) or VERDICT_COLORS.get(s.get("verdict", ""), "#333")
+        ax.axvline(x, color=mark, lw=1.0, ls="--" if s["kind"] == "plan" else "-", alpha=0.8)
+    ax.axhline(1.0, color="black", lw=0.6)
+    ax.set_xticks(range(len(versions)), [v if not small else ".".join(v.split(".")[:2]) for v in versions],
+                  rotation=90 if len(versions) > 4 else 0, fontsize=5 if small else 7)
+
+
+def trend_series(name: str, query: str, versions: list[str], series: list[dict[str, Any]],
+                 steps: list[dict[str, Any]]) -> str:
+    fig, ax = plt.subplots(figsize=(6.5, 2.6))
+    _trend_axes(ax, versions, series, steps, small=False)
+    ax.set_ylabel(f"time / {versions[0]}")
+    ax.set_title(f"{_short(query, 50)}: each version against {versions[0]}, bars: 95% interval; lines: steps")
+    return to_svg(fig, name)
+
+
+def trend_overview(name: str, versions: list[str], queries: list[dict[str, Any]], steps: list[dict[str, Any]]) -> str:
+    """Small multiples: every query's series, one small chart each."""
+    n = max(1, len(queries))
+    cols = min(4, n)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(1.9 * cols, 1.5 * rows), squeeze=False, sharex=True)
+    for k, ax in enumerate(axes.flat):
+        if k >= n:
+            ax.set_visible(False)
+            continue
+        q = queries[k]
+        _trend_axes(ax, versions, q["series"], [s for s in steps if s["query"] == q["name"]], small=True)
+        ax.set_title(_short(q["name"], 24), fontsize=7)
+    fig.suptitle(f"every query: time against {versions[0]} (1 = the same)", fontsize=8)
+    fig.tight_layout()
+    return to_svg(fig, name)

@@ -1,6 +1,7 @@
 """Results files: every document chbench writes, typed (one module per kind), written
 atomically by one writer, and opened — ours and foreign ones — by one function."""
 
+from chbench.results.bisect import BisectDocument
 from chbench.results.clickbench import (
     ClickBenchEntry,
     ClickBenchLoadDocument,
@@ -28,6 +29,7 @@ from chbench.results.writer import ResultsWriter, check_output_path
 __all__ = [
     "SCHEMA_NAME",
     "SCHEMA_VERSION",
+    "BisectDocument",
     "Calibration",
     "ClickBenchEntry",
     "ClickBenchLoadDocument",

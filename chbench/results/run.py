@@ -183,7 +183,7 @@ class Calibration:
 @dataclass(kw_only=True)
 class RunDocument(Document):
     kind: ClassVar[str] = "run"
-    KEYS: ClassVar[tuple[str, ...]] = ("targets", "queries", "calibration", "machine", "checks", "tests")
+    KEYS: ClassVar[tuple[str, ...]] = ("targets", "queries", "calibration", "machine", "checks", "tests", "trend")
 
     targets: list[RunTarget] = field(default_factory=list)
     queries: list[RunQuery] = field(default_factory=list)
@@ -199,6 +199,10 @@ class RunDocument(Document):
     # threshold, settings, queries (names), expanded, not_chosen, and per side why it was
     # skipped or failed, its set-up and tear-down errors (docs/results-schema.md); absent otherwise
     tests: list[dict[str, Any]] = field(default_factory=list)
+    # chbench trend: per query the series over the versions and every step found
+    # {"versions", "baseline", "queries": [{"name", "series"}], "steps": [...]}
+    # (chbench/trend/series.py); absent otherwise
+    trend: dict[str, Any] | None = None
 
     def body(self) -> dict[str, Any]:
         out = {"targets": [t.to_json() for t in self.targets], "queries": [q.to_json() for q in self.queries],
@@ -207,6 +211,8 @@ class RunDocument(Document):
             out["checks"] = self.checks
         if self.tests:
             out["tests"] = self.tests
+        if self.trend is not None:
+            out["trend"] = self.trend
         return out
 
     @classmethod
@@ -215,7 +221,8 @@ class RunDocument(Document):
         return {"targets": [RunTarget.from_json(t) for t in targets],
                 "queries": [RunQuery.from_json(q) for q in d["queries"]],
                 "calibration": [Calibration.from_json(c) for c in d.get("calibration") or []],
-                "machine": d.get("machine") or {}, "checks": d.get("checks") or {}, "tests": d.get("tests") or []}
+                "machine": d.get("machine") or {}, "checks": d.get("checks") or {}, "tests": d.get("tests") or [],
+                "trend": d.get("trend") if isinstance(d.get("trend"), dict) else None}
 
     def side_labels(self) -> dict[str, str]:
         return {t.id: t.label or t.url for t in self.targets}

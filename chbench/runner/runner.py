@@ -2,9 +2,10 @@
 
 Order: each side's set-up statements, warm-up runs, then rounds, then tear-down. A round
 runs every unfinished query once on each side (interleaved: q1 q2 … qn, then again),
-alternating the sides run by run (A B, then B A) so slow drift of the machine spreads
-over every query and both sides. The fixed calibration query (the drift guard) runs on
-each side after each of the first rounds, then at most once a second.
+alternating the sides run by run (A B, then B A; three or more rotate, ``plan.round_order``)
+so slow drift of the machine spreads over every query and every side. The fixed
+calibration query (the drift guard) runs on each side after each of the first rounds,
+then at most once a second.
 
 A query stops when its median's 95% interval is within ±2% (at least ``min_runs``
 runs), when ``max_time_per_query`` is spent, or after ``--iterations`` runs.
@@ -34,7 +35,7 @@ from chbench.errors import (
 )
 from chbench.explain.collect import collect
 from chbench.machine.recorder import MachineRecorder
-from chbench.plan import Plan, SidePlan
+from chbench.plan import Plan, SidePlan, compared_pairs, round_order
 from chbench.results import Calibration, Meta, ResultsWriter, RunDocument, RunQuery, RunSample, RunTarget
 from chbench.results.environment import now_iso
 from chbench.results.run import QuerySide
@@ -398,14 +399,15 @@ class Runner:
                 st.done[sid] = True
 
     def _precise(self, st: QueryState, live: list[str]) -> bool:
-        """Side by side, the interval compare will judge: the typical per-round ratio's
-        (stats/paired.py), within ±precision; one side: its median's."""
-        if len(live) == 2:
-            a, b = ([(k, t) for k, t in zip(st.ok_keys[sid], st.ok_times[sid], strict=True)] for sid in live)
-            pairs = pair_up(a, b)
-            if len(pairs) >= self.plan.min_runs:
-                return hl_halfwidth(pairs.d) <= math.log1p(self.plan.target_precision)
-            return False
+        """Side by side, the intervals compare will judge: the typical per-round ratio's
+        (stats/paired.py) of every pair it judges, within ±precision; one side: its median's."""
+        if len(live) >= 2:  # every pair compare will judge (plan.compared_pairs)
+            for x, y in compared_pairs(live):
+                a, b = ([(k, t) for k, t in zip(st.ok_keys[sid], st.ok_times[sid], strict=True)] for sid in (x, y))
+                pairs = pair_up(a, b)
+                if len(pairs) < self.plan.min_runs or hl_halfwidth(pairs.d) > math.log1p(self.plan.target_precision):
+                    return False
+            return True
         return all(relative_ci_halfwidth(st.ok_times[sid]) <= self.plan.target_precision for sid in live)
 
     def _run_once(self, st: QueryState, sid: str, round_no: int, warmup: bool) -> None:
@@ -434,8 +436,7 @@ class Runner:
         while pending:
             batch = pending if self.plan.interleave else pending[:1]
             for st in batch:
-                order = st.sides if round_no % 2 == 0 else list(reversed(st.sides))
-                for sid in order:
+                for sid in round_order(st.sides, round_no):
                     if not st.done[sid]:
                         self._run_once(st, sid, round_no, False)
                 self._update_done(st)

@@ -41,7 +41,7 @@ _STEP = re.compile(r"^[A-Z][A-Za-z0-9]*(?: \(.*\))?$")
 
 
 def run_checks(runner: Runner, names: list[str], data_sql: str | None = None) -> None:
-    """Answers and plans of these queries on both sides into ``runner.doc.checks`` (called
+    """Answers and plans of these queries on every side into ``runner.doc.checks`` (called
     once per performance test, before its tear-down, then for the other queries), with the
     changed setting defaults; with ``data_sql`` (a checksum of the data each side built),
     whether both built the same. Queries a side skipped or never ran are not checked."""
@@ -55,7 +55,7 @@ def run_checks(runner: Runner, names: list[str], data_sql: str | None = None) ->
                 got[s.id.lower()] = s.target.query_rows(data_sql)
             except QueryError as e:
                 got[s.id.lower()] = [["error", e.message]]
-        checks["data"] = {"sql": data_sql, **got, "equal": got["a"] == got["b"]}
+        checks["data"] = {"sql": data_sql, **got, "equal": all(v == got["a"] for v in got.values())}
     runner.doc.checks = checks
     for name in names:
         per_side = [(s, s.query(name)) for s in sides]
@@ -64,21 +64,33 @@ def run_checks(runner: Runner, names: list[str], data_sql: str | None = None) ->
                 any(entry.skipped(s.id) or not entry.measured(s.id) for s in sides):
             continue
         answers = {s.id.lower(): answer(runner, s, q) for s, q in per_side if q is not None}
-        equal = answers_equal(answers["a"], answers["b"])
-        if equal is False and answers["a"]["types"] == answers["b"]["types"]:
+        equal = all_equal(answers)
+        if equal is False and len({tuple(a.get("types") or ()) for a in answers.values()}) == 1:
             # confirmed single-threaded before it is called a changed answer: with threads,
             # an approximate aggregate can repeat on one side and still differ from the
             # other (seen: the built-in `uniq`/`quantiles` at small scales, A/A)
             single = {s.id.lower(): answer(runner, s, q, single=True) for s, q in per_side if q}
-            if answers_equal(single["a"], single["b"]) is True:
+            if all_equal(single) is True:
                 answers, equal = single, True
         checks["answers"][name] = {**answers, "equal": equal}
         plans = {s.id.lower(): explain(s.target, q.sql) for s, q in per_side if q is not None}
-        checks["plans"][name] = {**plans, "changed": plans_changed(plans["a"], plans["b"], "plan"),
-                                 "pipeline_changed": plans_changed(plans["a"], plans["b"], "pipeline")}
+        checks["plans"][name] = {**plans, "changed": _any_adjacent(plans, "plan"),
+                                 "pipeline_changed": _any_adjacent(plans, "pipeline")}
         runner.writer.checkpoint()
     runner.doc.checks = checks
     runner.writer.checkpoint(force=True)
+
+
+def all_equal(answers: dict[str, dict[str, Any]]) -> bool | None:
+    """Every side's answer (keyed a, b, c, …) the same as the next one's: False when any
+    adjacent two differ, None when some cannot be compared (``answers_equal``)."""
+    got = [answers_equal(x, y) for x, y in zip(list(answers.values()), list(answers.values())[1:], strict=False)]
+    return False if False in got else None if None in got else True
+
+
+def _any_adjacent(plans: dict[str, dict[str, Any]], kind: str) -> bool | None:
+    got = [plans_changed(x, y, kind) for x, y in zip(list(plans.values()), list(plans.values())[1:], strict=False)]
+    return True if True in got else None if None in got else False
 
 
 def plain(sql: str) -> str:
@@ -103,13 +115,18 @@ def answer(runner: Runner, side: SidePlan, q: Query, single: bool = False) -> di
     in its third digit with 2 threads, not at all with one); if it still varies, its
     answer cannot be compared across versions (``stable``: false)."""
     settings, _ = query_settings(runner.base_settings(side.id, q), q.settings, runner.infos[side.id])
-    sql = q.sql
+    return answer_of(side.target, q.sql, settings, runner.plan.timeout, single)
+
+
+def answer_of(target: Target, sql: str, settings: dict[str, str], timeout: float | None,
+              single: bool = False) -> dict[str, Any]:
+    """One target's answer to ``sql`` (``answer`` above; also ``chbench bisect``'s)."""
     shape = analyse(sql)
     out: dict[str, Any] = {}
     for extra in ({"max_threads": "1"},) if single else ({}, {"max_threads": "1"}):
         results = []
         for _ in range(2):
-            sample, got = fetch(side.target, plain(sql), {**settings, **extra}, "", runner.plan.timeout)
+            sample, got = fetch(target, plain(sql), {**settings, **extra}, "", timeout)
             if got is None:
                 return {"error": sample.error}
             results.append(got)

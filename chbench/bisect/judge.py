@@ -1,0 +1,138 @@
+"""The two judges of ``chbench bisect``: speed (paired rounds, three-valued, more runs until
+it can tell) and answers (checksums and column types, exact).
+
+**Speed.** A comparison of versions x and y runs the query side by side (A B / B A each
+round), and judges the per-round log ratios ``log(t_y / t_x)`` by their Hodges–Lehmann
+estimate and 95% interval (``stats/paired.py``, as ``compare`` does side by side):
+
+* ``changed`` — the whole interval lies beyond ±h, where h is half the threshold
+  (``--threshold 5`` → 2.5%): y surely differs from x by more than h;
+* ``same`` — the whole interval lies within ±h;
+* otherwise not known yet: the measurer runs as many rounds again, up to ``max_rounds``;
+  still not known → ``unknown``, leaning to the side of the estimate.
+
+Half the threshold, not the threshold: bisect asks where a change *of the size
+already seen between OLD and NEW* happened, so a version either has it or has not; with
+the full threshold a change of exactly the threshold would be called "same" half the
+time (simulated: a +5% step at threshold 5% was found in 11 of 20 chains, at h = 2.5% in
+20 of 20; bench/bisect_bars.py).
+
+**Answers.** Each version's answer is asked once (cached) and compared exactly: row
+count, order-independent checksum and column types (``upgrade/checks.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from chbench.bisect.search import Decision, Step
+from chbench.stats.paired import hl_interval
+
+Z95 = 1.959964
+
+
+@dataclass
+class SpeedJudge:
+    """``measure(x, y, rounds)`` → that many more per-round log ratios of y against x."""
+
+    measure: Callable[[int, int, int], list[float]]
+    threshold: float = 0.05
+    first_rounds: int = 10
+    max_rounds: int = 80
+    found: dict[tuple[int, int], tuple[float, float, float]] = field(default_factory=dict)  # centre, lo, hi (log)
+
+    def compare(self, old: int, new: int) -> Step:
+        h = math.log1p(self.threshold / 2)
+        d: list[float] = []
+        rounds = self.first_rounds
+        while True:
+            d += self.measure(old, new, rounds)
+            centre, lo, hi = hl_interval(d)
+            decision = decide(lo, hi, h)
+            if decision is not Decision.UNKNOWN or len(d) >= self.max_rounds or not d:
+                break
+            rounds = min(len(d), self.max_rounds - len(d))  # as many again
+        leaning = decision if decision is not Decision.UNKNOWN else \
+            Decision.CHANGED if math.isfinite(centre) and abs(centre) >= h else Decision.SAME
+        self.found[(old, new)] = (centre, lo, hi)
+        detail: dict[str, Any] = {"rounds": len(d), "threshold": self.threshold}
+        if math.isfinite(centre):
+            detail["ratio"] = math.exp(centre)
+            detail["ci"] = [math.exp(lo), math.exp(hi)] if math.isfinite(lo) and math.isfinite(hi) else None
+            detail["summary"] = f"{math.expm1(centre):+.1%}" + (
+                f" [{math.expm1(lo):+.1%}, {math.expm1(hi):+.1%}]" if detail["ci"] else "")
+        return Step(old, new, decision, leaning, detail)
+
+    def explains(self, ref: int, k: int, end: int) -> bool | None:
+        """ref → k accounts for ref → end when what is left (their difference, log) is
+        not significant or under half the threshold."""
+        a, b = self.found.get((ref, k)), self.found.get((ref, end))
+        if a is None or b is None or not all(math.isfinite(x) for x in (*a, *b)):
+            return None
+        rest = b[0] - a[0]
+        sd = math.hypot((a[2] - a[1]) / (2 * Z95), (b[2] - b[1]) / (2 * Z95))
+        return abs(rest) <= Z95 * sd or abs(rest) < math.log1p(self.threshold / 2)
+
+
+def decide(lo: float, hi: float, h: float) -> Decision:
+    """Three-valued: the interval beyond ±h, within it, or neither (not known yet)."""
+    if lo > h or hi < -h:
+        return Decision.CHANGED
+    if lo > -h and hi < h:
+        return Decision.SAME
+    return Decision.UNKNOWN
+
+
+@dataclass
+class AnswerJudge:
+    """``answer(i)`` → that version's answer (``upgrade.checks.answer`` shape), asked once."""
+
+    answer: Callable[[int], dict[str, Any]]
+    cache: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def get(self, i: int) -> dict[str, Any]:
+        if i not in self.cache:
+            self.cache[i] = self.answer(i)
+        return self.cache[i]
+
+    def compare(self, old: int, new: int) -> Step:
+        from chbench.upgrade.checks import answers_equal
+
+        a, b = self.get(old), self.get(new)
+        equal = answers_equal(a, b)
+        decision = Decision.SAME if equal is True else Decision.CHANGED if equal is False else Decision.UNKNOWN
+        leaning = Decision.CHANGED if decision is Decision.UNKNOWN and "error" in b and "error" not in a else \
+            decision if decision is not Decision.UNKNOWN else Decision.SAME
+        detail = {"answers": {"old": _brief(a), "new": _brief(b)}, "summary": _answer_summary(a, b, equal)}
+        return Step(old, new, decision, leaning, detail)
+
+    def explains(self, ref: int, k: int, end: int) -> bool | None:
+        from chbench.upgrade.checks import answers_equal
+
+        return answers_equal(self.get(k), self.get(end)) is True
+
+
+def _brief(a: dict[str, Any]) -> dict[str, Any]:
+    if "error" in a:
+        return {"error": a["error"]}
+    out = {"rows": a.get("rows"), "checksum": a.get("checksum"), "types": a.get("types")}
+    if "sample" in a and len(a["sample"]) <= 5:
+        out["sample"] = a["sample"]
+    return out
+
+
+def _answer_summary(a: dict[str, Any], b: dict[str, Any], equal: bool | None) -> str:
+    if equal is True:
+        return "same answer"
+    if "error" in a or "error" in b:
+        return f"error: {(b if 'error' in b else a)['error']}"[:160]
+    if equal is None:
+        return "answer varies between runs: not compared"
+    if a.get("types") != b.get("types"):
+        return f"column types {', '.join(a.get('types') or [])} → {', '.join(b.get('types') or [])}"
+    if a.get("rows") != b.get("rows"):
+        return f"rows {a.get('rows')} → {b.get('rows')}"
+    return "different values (checksum)"

@@ -1,0 +1,128 @@
+"""``chbench bisect`` from the range to the file: the versions between OLD and NEW (the
+engine catalog, or ``--engines-from DIR``), the judge (answers or speed), the search
+(``search.py``), every run kept in one results file written after each of them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from chbench.bisect.judge import AnswerJudge, SpeedJudge
+from chbench.bisect.measure import Measurer
+from chbench.bisect.search import Decision, Judge, Search, Step, bisect
+from chbench.engines.process import EngineLost
+from chbench.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER_LOST, ServerLost
+from chbench.results import BisectDocument, ResultsWriter
+from chbench.targets import Target
+from chbench.workload import Workload
+
+KINDS = ("auto", "speed", "answer")
+
+
+@dataclass
+class BisectOptions:
+    kind: str = "auto"  # auto: answers if OLD and NEW answer differently, else speed
+    threshold: float = 0.05
+    first_rounds: int = 10
+    max_rounds: int = 80
+    warmup: int = 1
+    timeout: float | None = None
+    settings: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class BisectOutcome:
+    doc: BisectDocument
+    search: Search | None
+    exit_code: int
+    message: str | None = None
+
+
+class _Told:
+    """A judge whose every comparison is said on stderr and written to the file."""
+
+    def __init__(self, judge: Judge, versions: list[str], say: Callable[[str], None], done: Callable[[], None]):
+        self.judge, self.versions, self.say, self.done = judge, versions, say, done
+
+    def compare(self, old: int, new: int) -> Step:
+        step = self.judge.compare(old, new)
+        extra = f" ({step.detail['rounds']} rounds)" if "rounds" in step.detail else ""
+        undecided = f", undecided: leaning {step.leaning.value}" if step.decision is Decision.UNKNOWN else ""
+        self.say(f"  {self.versions[old]} → {self.versions[new]}: {step.detail.get('summary', '')}  "
+                 f"{step.decision.value}{undecided}{extra}")
+        self.done()
+        return step
+
+    def explains(self, ref: int, k: int, end: int) -> bool | None:
+        return self.judge.explains(ref, k, end)
+
+
+def run_bisect(versions: list[str], make_target: Callable[[str], Target], workload: Workload,
+               opts: BisectOptions, out: str | None, say: Callable[[str], None]) -> BisectOutcome:
+    """Bisect ``versions`` (oldest first) for the workload's one query."""
+    q = workload.queries[0]
+    doc = BisectDocument(versions=versions, query={"name": q.name, "sql": q.sql, "settings": {**opts.settings,
+                                                                                              **q.settings},
+                                                   "setup": list(workload.setup)})
+    doc.bisect = {"kind": opts.kind, "old": versions[0], "new": versions[-1], "threshold": opts.threshold,
+                  "found": None, "first_changed": None, "last_same": None, "steps": [], "changes": [],
+                  "comparisons": 0, "notes": []}
+    writer = ResultsWriter(out, doc)
+    measurer = Measurer(versions, make_target, workload, dict(opts.settings), opts.warmup, opts.timeout)
+    measurer.on_run = lambda: _keep(doc, measurer, None, writer)
+    search: Search | None = None
+    with writer:
+        try:
+            kind = opts.kind
+            answers = AnswerJudge(measurer.answer)
+            if kind == "auto":
+                ends = answers.compare(0, len(versions) - 1)
+                kind = "answer" if ends.decision is Decision.CHANGED else "speed"
+                say(f"{versions[0]} and {versions[-1]}: {ends.detail['summary']} → bisecting the "
+                    f"{'answer' if kind == 'answer' else 'speed'}")
+            doc.bisect["kind"] = kind
+            judge: Judge = answers if kind == "answer" else SpeedJudge(measurer, opts.threshold, opts.first_rounds,
+                                                                         opts.max_rounds)
+            told = _Told(judge, versions, say, lambda: _keep(doc, measurer, None, writer))
+            search = bisect(len(versions), told)
+            _keep(doc, measurer, search, writer)
+        except KeyboardInterrupt:
+            writer.finish("interrupted", "interrupted")
+            return BisectOutcome(doc, search, EXIT_INTERRUPTED, "interrupted")
+        except (ServerLost, EngineLost) as e:
+            writer.finish("server_lost", str(e))
+            return BisectOutcome(doc, search, EXIT_SERVER_LOST, f"an engine was lost: {e}")
+        finally:
+            measurer.close()
+        writer.finish("complete")
+    return BisectOutcome(doc, search, EXIT_OK if search and search.found else EXIT_FINDING)
+
+
+def _keep(doc: BisectDocument, measurer: Measurer, search: Search | None, writer: ResultsWriter) -> None:
+    doc.runs = measurer.runs
+    if search is not None:
+        doc.bisect.update(summarize(search, doc.versions))
+    writer.checkpoint(force=True)
+
+
+def summarize(s: Search, versions: list[str]) -> dict[str, Any]:
+    """The ``bisect`` object's findings (the contract's keys)."""
+    first = s.changes[0] if s.changes else None
+    notes = list(s.notes)
+    for c in s.changes:
+        if not c.confirmed:
+            notes.append(f"no single step at {versions[c.last_same]} → {versions[c.first_changed]}: the two adjacent "
+                         f"versions measured alike, yet {versions[c.first_changed]} differs from the versions before "
+                         "— the change builds up over several versions (chbench trend shows each)")
+    if len(s.changes) > 1:
+        notes.append(f"the range holds {len(s.changes)} changes, not one: "
+                     + "; ".join(f"{versions[c.last_same]} → {versions[c.first_changed]}" for c in s.changes))
+    if not s.found:
+        notes.append(f"{versions[0]} and {versions[-1]} alike: no change to find (a change that reverts within the "
+                     "range is not seen: chbench trend shows every version)")
+    tried = sorted({i for st in s.steps for i in (st.old, st.new)})
+    return {"found": s.found, "first_changed": versions[first.first_changed] if first else None,
+            "last_same": versions[first.last_same] if first else None,
+            "steps": [st.to_json(versions) for st in s.steps], "changes": [c.to_json(versions) for c in s.changes],
+            "comparisons": len(s.steps), "versions_tried": [versions[i] for i in tried], "notes": notes}

@@ -1,0 +1,89 @@
+"""``chbench trend`` from versions to the file: what it will cost (disk, time), the
+targets (one per version, or the user's), the same data built on each, one N-way
+interleaved run with answers and plans checked on every side, then the ``trend`` object
+(``series.py``) written into the run's own results file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from chbench.results import RunDocument, open_as, write_atomic
+
+if TYPE_CHECKING:
+    from chbench.compare import CompareOptions
+    from chbench.runner.runner import RunOutcome
+    from chbench.targets import Target
+    from chbench.workload import Workload
+
+
+@dataclass
+class TrendPlan:
+    versions: list[str]  # what each side is called in the trend: a version, or the target as given
+    workload: Workload
+    scale: float | None
+    warmup: int
+    iterations: int | None
+    max_time_per_query: float
+    timeout: float | None
+
+
+def cost(versions: list[str], catalog_versions: bool, queries: int, budget_s: float) -> dict[str, Any]:
+    """Disk to install (catalog versions not installed yet) and the measuring's time bound."""
+    missing: list[str] = []
+    disk = 0
+    if catalog_versions:
+        from chbench.engines.store import EngineStore
+
+        store = EngineStore()
+        for v in versions:
+            release = store.catalog.resolve(v)
+            if store.find(release) is None:
+                missing.append(release.clickhouse)
+                disk += int(release.installed_bytes or 0)
+    return {"install": missing, "install_bytes": disk, "queries": queries, "time_bound_s": queries * budget_s,
+            "where": str(_engines_dir()) if catalog_versions else None}
+
+
+def _engines_dir() -> Any:
+    from chbench.engines.store import engines_dir
+
+    return engines_dir()
+
+
+def describe_cost(c: dict[str, Any]) -> str:
+    parts = []
+    if c["install"]:
+        parts.append(f"installs {len(c['install'])} engine(s) ({', '.join(c['install'])}, "
+                     f"{c['install_bytes'] / 1e9:.1f} GB) into {c['where']}")
+    parts.append(f"measures for at most ~{c['time_bound_s'] / 60:.0f} min ({c['queries']} queries × "
+                 f"{c['time_bound_s'] / max(1, c['queries']):.0f} s each over every version, plus the checks)")
+    return "chbench trend " + " and ".join(parts)
+
+
+def measure(tp: TrendPlan, targets: list[Target], out: str, quiet: bool, data_sql: str | None) -> RunOutcome:
+    from functools import partial
+
+    from chbench.plan import Plan, SidePlan, side_ids
+    from chbench.runner import run_plan
+    from chbench.ui.progress import make_progress
+    from chbench.upgrade.checks import run_checks
+
+    sides = [SidePlan(sid, t, tp.workload, {}, tp.scale, label=v)
+             for sid, t, v in zip(side_ids(len(targets)), targets, tp.versions, strict=True)]
+    plan = Plan(sides=sides, warmup=tp.warmup, iterations=tp.iterations, max_time_per_query=tp.max_time_per_query,
+                timeout=tp.timeout, allow_writes=False)
+    return run_plan(plan, out, make_progress(quiet), after=partial(run_checks, data_sql=data_sql))
+
+
+def add_trend(out: str, versions: list[str], opts: CompareOptions) -> dict[str, Any]:
+    """The trend of the finished run in ``out``, written into it (atomically)."""
+    from chbench.compare.nway import build_nway
+    from chbench.trend.series import trend_object
+
+    nway = build_nway(out, opts)
+    trend = trend_object(nway, versions)
+    doc = open_as(out, RunDocument, "a chbench run file")
+    doc.trend = trend
+    write_atomic(out, doc.to_json())
+    return trend

@@ -1,0 +1,80 @@
+"""The bisect search and its judges, through a simulated chain of versions (no engine:
+the search is pure; tests/test_bisect_cli.py runs real engines)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from chbench.bisect.judge import AnswerJudge, SpeedJudge, decide
+from chbench.bisect.search import Decision, bisect
+
+
+def chain(levels: list[float], sd: float = 0.02, seed: int = 1) -> SpeedJudge:
+    """A judge over versions whose true times are ``levels``; each round's log ratio is
+    the true one plus normal noise."""
+    rng = np.random.default_rng(seed)
+
+    def measure(old: int, new: int, rounds: int) -> list[float]:
+        return list(math.log(levels[new] / levels[old]) + rng.normal(0, sd, rounds))
+
+    return SpeedJudge(measure, threshold=0.05, first_rounds=10, max_rounds=80)
+
+
+def test_three_valued_decision_at_half_the_threshold():
+    h = math.log1p(0.025)
+    assert decide(0.03, 0.07, h) is Decision.CHANGED
+    assert decide(-0.07, -0.03, h) is Decision.CHANGED
+    assert decide(-0.01, 0.01, h) is Decision.SAME
+    assert decide(0.0, 0.05, h) is Decision.UNKNOWN
+
+
+def test_one_step_is_found_with_log2_comparisons():
+    levels = [1.0] * 40 + [1.05] * 24
+    s = bisect(64, chain(levels))
+    assert s.found and len(s.changes) == 1
+    c = s.changes[0]
+    assert (c.last_same, c.first_changed) == (39, 40) and c.confirmed
+    lo, hi = c.step.detail["ci"]
+    assert lo < 1.05 < hi
+    assert len(s.steps) <= 9  # OLD vs NEW, six halvings, the adjacent step
+
+
+def test_two_steps_are_both_reported():
+    levels = [1.0] * 10 + [1.05] * 30 + [1.1025] * 24
+    s = bisect(64, chain(levels, seed=3))
+    assert [(c.last_same, c.first_changed) for c in s.changes] == [(9, 10), (39, 40)]
+
+
+def test_no_change_between_the_ends():
+    s = bisect(16, chain([1.0] * 16))
+    assert not s.found and s.changes == [] and len(s.steps) == 1
+
+
+def test_undecided_comparison_leans_by_its_estimate_and_says_so():
+    judge = chain([1.0, 1.025], sd=0.05)  # exactly half the threshold, noisy: never known
+    judge.max_rounds = 20
+    step = judge.compare(0, 1)
+    assert step.decision is Decision.UNKNOWN and step.detail["rounds"] == 20
+    assert step.leaning in (Decision.CHANGED, Decision.SAME)
+
+
+def test_answers_bisect_exactly_and_once_per_version():
+    asked: list[int] = []
+    types = ["UInt8"] * 5 + ["Int16"] * 4
+
+    def answer(i: int) -> dict:
+        asked.append(i)
+        return {"rows": 1, "checksum": "x", "types": [types[i]], "stable": True}
+
+    s = bisect(9, AnswerJudge(answer))
+    assert s.found and [(c.last_same, c.first_changed) for c in s.changes] == [(4, 5)]
+    assert len(asked) == len(set(asked))  # each version asked once
+    assert "UInt8 → Int16" in s.changes[0].step.detail["summary"]
+
+
+def test_answer_that_changes_twice_reports_both():
+    types = ["A"] * 3 + ["B"] * 3 + ["C"] * 3
+    s = bisect(9, AnswerJudge(lambda i: {"rows": 1, "checksum": "x", "types": [types[i]], "stable": True}))
+    assert [(c.last_same, c.first_changed) for c in s.changes] == [(2, 3), (5, 6)]
