@@ -44,8 +44,12 @@ class VersionSource(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass
 class CatalogSource:
-    """The chDB catalog: ``embedded@VERSION`` targets."""
+    """The chDB catalog: ``embedded@VERSION`` targets (``installed``: only the versions
+    installed already — no download, e.g. offline)."""
+
+    installed: bool = False
 
     def between(self, old: str, new: str) -> list[str]:
         catalog = load_catalog()
@@ -57,6 +61,11 @@ class CatalogSource:
 
         py = (sys.version_info[0], sys.version_info[1])
         out = [r.clickhouse for r in catalog.engines() if lo <= vkey(r.clickhouse) <= hi and r.supports(py)]
+        if self.installed:
+            from chbench.engines.store import EngineStore
+
+            have = set(EngineStore().installed())
+            out = [v for v in out if v in have or v in (a.clickhouse, b.clickhouse)]
         return out if vkey(a.clickhouse) < vkey(b.clickhouse) else list(reversed(out))
 
     def pick(self, spec: str) -> str:
@@ -66,6 +75,8 @@ class CatalogSource:
         return make_target(f"embedded@{version}", Credentials())
 
     def describe(self) -> str:
+        if self.installed:
+            return "the chDB engine catalog, installed versions only"
         return "the chDB engine catalog; missing versions are installed when first used"
 
     def close(self) -> None:
@@ -135,8 +146,8 @@ class BinariesSource:
         self.servers.clear()
 
 
-def version_source(directory: str | None) -> VersionSource:
-    return BinariesSource(Path(directory).expanduser()) if directory else CatalogSource()
+def version_source(directory: str | None, installed: bool = False) -> VersionSource:
+    return BinariesSource(Path(directory).expanduser()) if directory else CatalogSource(installed)
 
 
 def _binaries(directory: Path) -> list[Path]:

@@ -119,3 +119,14 @@ def assert_one_line_error(r: Result, code: int = 2) -> None:
     assert "Traceback" not in r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("chbench: warning:")]
     assert len(lines) == 1 and lines[0].startswith("chbench: error:"), r.stderr
+
+
+@pytest.fixture(scope="session")
+def old_engine() -> str:
+    """ClickHouse 24.8 installed in the user's engine cache (kept between test runs): the
+    one engine besides chbench's own that the tests install."""
+    from chbench.engines.store import EngineStore, engines_dir
+
+    engine = EngineStore(engines_dir()).ensure("24.8", progress=False)
+    assert engine.release.clickhouse.startswith("24.8.")
+    return engine.release.clickhouse

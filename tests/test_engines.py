@@ -27,15 +27,6 @@ from tests.conftest import assert_one_line_error, load, run_cli, spawn_cli, wait
 OLD = "24.8"
 
 
-@pytest.fixture(scope="module")
-def old_engine() -> str:
-    """ClickHouse 24.8 installed in the user's engine cache (kept between test runs)."""
-    store = EngineStore(engines_dir())
-    engine = store.ensure(OLD, progress=False)
-    assert engine.release.clickhouse.startswith("24.8.")
-    return engine.release.clickhouse
-
-
 # -- the catalog --------------------------------------------------------------------
 
 def test_catalog_resolves_every_spelling():

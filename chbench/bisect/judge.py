@@ -3,19 +3,19 @@ it can tell) and answers (checksums and column types, exact).
 
 **Speed.** A comparison of versions x and y runs the query side by side (A B / B A each
 round), and judges the per-round log ratios ``log(t_y / t_x)`` by their Hodges–Lehmann
-estimate and 95% interval (``stats/paired.py``, as ``compare`` does side by side):
+estimate and its interval (99%: ``CONF`` below; ``stats/paired.py``, as ``compare`` does
+side by side):
 
 * ``changed`` — the whole interval lies beyond ±h, where h is half the threshold
   (``--threshold 5`` → 2.5%): y surely differs from x by more than h;
 * ``same`` — the whole interval lies within ±h;
-* otherwise not known yet: the measurer runs as many rounds again, up to ``max_rounds``;
-  still not known → ``unknown``, leaning to the side of the estimate.
+* otherwise not known yet: the measurer runs as many rounds again (10, 20, 40, …), up to
+  ``max_rounds`` (160); still not known → ``unknown``, leaning to the side of the estimate.
 
 Half the threshold, not the threshold: bisect asks where a change *of the size
 already seen between OLD and NEW* happened, so a version either has it or has not; with
-the full threshold a change of exactly the threshold would be called "same" half the
-time (simulated: a +5% step at threshold 5% was found in 11 of 20 chains, at h = 2.5% in
-20 of 20; bench/bisect_bars.py).
+the full threshold a change of exactly the threshold would be called "same" about half
+the time.
 
 **Answers.** Each version's answer is asked once (cached) and compared exactly: row
 count, order-independent checksum and column types (``upgrade/checks.py``).
@@ -32,6 +32,11 @@ from chbench.bisect.search import Decision, Step
 from chbench.stats.paired import hl_interval
 
 Z95 = 1.959964
+# the decisions' interval level: 99%, since a bisect looks many times (up to five per
+# comparison, eight comparisons or so): simulated with per-round noise drawn from a real
+# A/A file (robust sd 8.4%), a +5% step among 64 versions was found in 35 of 40 chains at
+# 95% and 80 rounds at most, in 40 of 40 at 99% and 160 (bench/bisect_bars.py)
+CONF = 0.99
 
 
 @dataclass
@@ -41,7 +46,7 @@ class SpeedJudge:
     measure: Callable[[int, int, int], list[float]]
     threshold: float = 0.05
     first_rounds: int = 10
-    max_rounds: int = 80
+    max_rounds: int = 160
     found: dict[tuple[int, int], tuple[float, float, float]] = field(default_factory=dict)  # centre, lo, hi (log)
 
     def compare(self, old: int, new: int) -> Step:
@@ -50,7 +55,7 @@ class SpeedJudge:
         rounds = self.first_rounds
         while True:
             d += self.measure(old, new, rounds)
-            centre, lo, hi = hl_interval(d)
+            centre, lo, hi = hl_interval(d, CONF)
             decision = decide(lo, hi, h)
             if decision is not Decision.UNKNOWN or len(d) >= self.max_rounds or not d:
                 break
@@ -67,14 +72,22 @@ class SpeedJudge:
         return Step(old, new, decision, leaning, detail)
 
     def explains(self, ref: int, k: int, end: int) -> bool | None:
-        """ref → k accounts for ref → end when what is left (their difference, log) is
-        not significant or under half the threshold."""
+        """True when ref → k surely accounts for ref → end: what is left (their
+        difference, log) lies within ±h with its whole 95% interval (the standard error
+        from both intervals); otherwise None — k is compared with end."""
         a, b = self.found.get((ref, k)), self.found.get((ref, end))
         if a is None or b is None or not all(math.isfinite(x) for x in (*a, *b)):
             return None
         rest = b[0] - a[0]
-        sd = math.hypot((a[2] - a[1]) / (2 * Z95), (b[2] - b[1]) / (2 * Z95))
-        return abs(rest) <= Z95 * sd or abs(rest) < math.log1p(self.threshold / 2)
+        z = _z(CONF)
+        sd = math.hypot((a[2] - a[1]) / (2 * z), (b[2] - b[1]) / (2 * z))
+        return True if abs(rest) + Z95 * sd < math.log1p(self.threshold / 2) else None
+
+
+def _z(conf: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(0.5 + conf / 2))
 
 
 def decide(lo: float, hi: float, h: float) -> Decision:

@@ -25,7 +25,7 @@ class BisectOptions:
     kind: str = "auto"  # auto: answers if OLD and NEW answer differently, else speed
     threshold: float = 0.05
     first_rounds: int = 10
-    max_rounds: int = 80
+    max_rounds: int = 160
     warmup: int = 1
     timeout: float | None = None
     settings: dict[str, str] = field(default_factory=dict)

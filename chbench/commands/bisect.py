@@ -28,9 +28,9 @@ examples:
 
 what is bisected: --answer (row count, checksum, column types), --speed (paired rounds), or by
   default the answer when OLD and NEW answer differently, else the speed
-decisions: a version is 'changed' when the interval of its ratio to the reference lies beyond half the
-  threshold, 'same' when it lies within it; otherwise more rounds (to --max-rounds), then it leans by
-  its estimate and is marked undecided (docs/bisect.md)
+decisions: a version is 'changed' when the 99% interval of its ratio to the reference lies beyond half
+  the threshold, 'same' when it lies within it; otherwise more rounds (to --max-rounds), then it leans
+  by its estimate and is marked undecided (docs/bisect.md)
 exit codes: 0 a change found, 1 no change between OLD and NEW, 2 bad input, 3 an engine was lost (results kept),
             130 interrupted (results kept)
 """
@@ -53,14 +53,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the smallest change of speed worth finding (default 5%%): versions are told apart at half "
                         "of it")
     r.add_argument("--iterations", type=positive_int, default=10, help="rounds per comparison at first (default 10)")
-    r.add_argument("--max-rounds", type=positive_int, default=80,
-                   help="the budget: rounds per comparison before it is called undecided (default 80)")
+    r.add_argument("--max-rounds", type=positive_int, default=160,
+                   help="the budget: rounds per comparison before it is called undecided (default 160)")
     r.add_argument("--warmup", type=non_negative_int, default=1)
     r.add_argument("--timeout", type=positive_float, metavar="S", help="per-query time limit")
     r.add_argument("--out", metavar="FILE", help="results file (default: chbench-bisect-<time>.json)")
     r.add_argument("--engines-from", metavar="DIR",
                    help="a directory of clickhouse binaries (one per version) instead of the chDB catalog "
                         "(docs/engines.md)")
+    r.add_argument("--installed", action="store_true",
+                   help="only the catalog versions installed already (and OLD and NEW): no downloads")
     add_engines_dir(r)
     add_quiet(r)
 
@@ -78,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or f"chbench-bisect-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
     check_output_path(out)
     workload = _workload(args)
-    source = version_source(args.engines_from)
+    source = version_source(args.engines_from, args.installed)
     versions = source.between(args.old, args.new)
     say(args.quiet)(f"bisecting {len(versions)} versions, {versions[0]} … {versions[-1]} ({source.describe()})")
     opts = BisectOptions(kind=args.kind or "auto", threshold=args.threshold, first_rounds=args.iterations,

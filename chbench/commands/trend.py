@@ -68,6 +68,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--html", metavar="FILE", help="also write the report (a chart per query) here")
     r.add_argument("--yes", action="store_true", help="do not ask before installing and measuring")
     r.add_argument("--engines-from", metavar="DIR", help="a directory of clickhouse binaries (docs/engines.md)")
+    r.add_argument("--installed", action="store_true",
+                   help="only the catalog versions installed already (and OLD and NEW): no downloads")
     add_engines_dir(r)
     add_quiet(r)
     add_statistics(p)
@@ -88,7 +90,7 @@ def _versions(args: argparse.Namespace) -> tuple[list[str], list[Target], bool, 
             raise UsageError("a trend needs at least two targets")
         creds = Credentials(password=os.environ.get("CLICKHOUSE_PASSWORD"))
         return list(args.targets), [make_target(t, creds) for t in args.targets], False, None
-    source = version_source(args.engines_from)
+    source = version_source(args.engines_from, args.installed)
     if args.range:
         old, sep, new = args.range.partition("..")
         if not sep or not old or not new:

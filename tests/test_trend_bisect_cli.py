@@ -1,0 +1,122 @@
+"""``chbench trend`` and ``chbench bisect`` through the real command line on real engines:
+chbench's own 26.9 and the 24.8 that tests/test_engines.py installs (bisect's
+``--installed`` keeps the range to those two), and the Debian 18.16 server binary as an
+``--engines-from`` directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chbench.servers import LEGACY_BINARY
+from tests.conftest import assert_one_line_error, run_cli
+
+QUERIES = "-- name: ver\nSELECT version();\n-- name: sum\nSELECT sum(number) FROM numbers(2000000);\n"
+
+
+@pytest.fixture(scope="module")
+def trend(tmp_path_factory, old_engine) -> dict:  # noqa: ARG001 - 24.8 installed first
+    d = tmp_path_factory.mktemp("trend")
+    (d / "q.sql").write_text(QUERIES)
+    out, html = d / "t.json", d / "t.html"
+    r = run_cli("trend", "--targets", "embedded@24.8", "embedded@26.9", "embedded@26.9", "--queries",
+                str(d / "q.sql"), "--iterations", "6", "--yes", "--out", str(out), "--html", str(html))
+    return {"r": r, "out": out, "html": html, "doc": json.loads(out.read_text())}
+
+
+def test_trend_steps_answers_and_series_over_three_targets(trend):
+    r, doc = trend["r"], trend["doc"]
+    assert r.code == 1, r.stderr  # version() answers differently: a step that fails the run
+    t = doc["trend"]  # the contract: a top-level trend object with its steps
+    assert t["versions"] == ["embedded@24.8", "embedded@26.9", "embedded@26.9"]
+    answer = [s for s in t["steps"] if s["kind"] == "answer"]
+    assert [(s["query"], s["from"], s["to"]) for s in answer] == [("ver", "embedded@24.8", "embedded@26.9")]
+    assert not [s for s in t["steps"] if s["from"] == s["to"] == "embedded@26.9" and s["kind"] == "answer"]
+    series = {q["name"]: q["series"] for q in t["queries"]}
+    assert [p["version"] for p in series["sum"]] == t["versions"] and series["sum"][0]["ratio"] == 1.0
+    for p in series["sum"][1:]:
+        assert p["ci"][0] <= p["ratio"] <= p["ci"][1]
+    assert len(doc["targets"]) == 3 and set(doc["checks"]["answers"]["ver"]) >= {"a", "b", "c", "equal"}
+    assert "step(s) over 3 versions" in r.stderr and "Steps between adjacent versions" in r.stdout
+
+
+def test_trend_html_has_a_chart_per_query_and_the_overview(trend):
+    html = trend["html"].read_text()
+    assert html.count("<svg") >= 3  # the small multiples and one per query
+    assert "ver — " in html and "step(s)" in html and "sum — " in html
+
+
+def test_compare_reads_the_trend_file_as_three_sides(trend):
+    r = run_cli("compare", str(trend["out"]), "--format", "json")
+    doc = r.json()
+    assert [(c["a"][0], c["b"][0], c["kind"]) for c in doc["comparisons"]] == \
+        [("A", "B", "baseline"), ("A", "C", "baseline"), ("B", "C", "adjacent")]
+    verdicts = {c["b"][0] + c["a"][0]: {q["name"]: q["verdict"] for q in c["queries"]} for c in doc["comparisons"]}
+    assert verdicts["BA"]["ver"] == "answer changed" and verdicts["CB"]["ver"] != "answer changed"
+
+
+def test_bisect_answer_names_the_version_and_keeps_every_step(tmp_path, old_engine):  # noqa: ARG001
+    out = tmp_path / "b.json"
+    r = run_cli("bisect", "24.8", "26.9", "--installed", "--query", "SELECT version()", "--out", str(out))
+    assert r.code == 0, r.stderr
+    b = json.loads(out.read_text())["bisect"]
+    assert b["kind"] == "answer" and b["found"] is True
+    assert (b["last_same"], b["first_changed"]) == ("24.8.4.1", "26.9.2.1")
+    assert b["steps"] and b["steps"][0]["decision"] == "changed" and len(b["changes"]) == 1
+    assert "first change: 24.8.4.1 → 26.9.2.1" in r.stdout
+
+
+def test_bisect_speed_runs_side_by_side_and_keeps_the_runs(tmp_path, old_engine):  # noqa: ARG001
+    out = tmp_path / "s.json"
+    r = run_cli("bisect", "24.8", "26.9", "--installed", "--speed", "--query",
+                "SELECT sum(cityHash64(number)) FROM numbers(3000000)", "--iterations", "6", "--max-rounds", "12",
+                "--out", str(out))
+    doc = json.loads(out.read_text())
+    b = doc["bisect"]
+    assert r.code == (0 if b["found"] else 1), r.stderr
+    assert b["kind"] == "speed" and doc["status"] == "complete"
+    step = b["steps"][0]
+    assert 6 <= step["rounds"] <= 12 and step["decision"] in ("changed", "same", "unknown")
+    assert step["ci"][0] <= step["ratio"] <= step["ci"][1]
+    run = doc["runs"][0]["run"]
+    assert [t["label"] for t in run["targets"]] == ["ClickHouse 24.8.4.1", "ClickHouse 26.9.2.1"]
+    assert sum(1 for s in run["queries"][0]["samples"] if not s["warmup"]) >= 12
+
+
+@pytest.mark.parametrize("args, message", [
+    (("bisect", "24.8", "26.9"), "give the query"),
+    (("bisect", "24.8", "24.8", "--query", "SELECT 1"), "same version"),
+    (("bisect", "24.8", "26.9", "--query", "SELECT 1", "--engines-from", "/nonexistent"), "not a directory"),
+    (("trend", "24.8-26.9"), "bad range"),
+    (("trend", "--versions", "24.8"), "at least two"),
+    (("run", "--target", "embedded", "--target", "embedded", "--target", "embedded", "--scale-b", "2"),
+     "--scale-b"),
+])
+def test_bad_input_is_one_line(args, message):
+    r = run_cli(*args)
+    assert_one_line_error(r)
+    assert message in r.stderr
+
+
+@pytest.mark.skipif(not Path(LEGACY_BINARY).exists(), reason="the Debian clickhouse-server is not installed")
+def test_engines_from_a_directory_of_binaries(tmp_path):
+    from chbench.versions import BinariesSource
+
+    d = tmp_path / "builds" / "18.16"
+    d.mkdir(parents=True)
+    (d / "clickhouse-server").symlink_to(LEGACY_BINARY)
+    source = BinariesSource(tmp_path / "builds")
+    assert source.scan() == {"18.16.1": d / "clickhouse-server"}
+    assert json.loads((tmp_path / "builds" / ".chbench-versions.json").read_text())  # remembered
+    assert source.pick("18.16") == "18.16.1"
+    target = source.target("18.16.1")
+    try:
+        assert target.connect().version.startswith("18.16") and target.query_rows("SELECT 1 + 1") == [["2"]]
+    finally:
+        target.close()
+        source.close()
+    r = run_cli("bisect", "18.16", "18.16", "--engines-from", str(tmp_path / "builds"), "--query", "SELECT 1")
+    assert_one_line_error(r)
+    assert "same version (18.16.1)" in r.stderr
