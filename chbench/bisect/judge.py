@@ -148,4 +148,10 @@ def _answer_summary(a: dict[str, Any], b: dict[str, Any], equal: bool | None) ->
         return f"column types {', '.join(a.get('types') or [])} → {', '.join(b.get('types') or [])}"
     if a.get("rows") != b.get("rows"):
         return f"rows {a.get('rows')} → {b.get('rows')}"
+    sa, sb = a.get("sample"), b.get("sample")
+    if sa is not None and sb is not None and len(sa) <= 3 and len(sb) <= 3:
+        def show(rows: list[list[Any]]) -> str:
+            return "; ".join(", ".join(str(v) for v in r) for r in rows)[:60]
+
+        return f"{show(sa)} → {show(sb)}"
     return "different values (checksum)"
