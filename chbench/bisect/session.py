@@ -4,6 +4,7 @@ engine catalog, or ``--engines-from DIR``), the judge (answers or speed), the se
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -122,7 +123,10 @@ def summarize(s: Search, versions: list[str]) -> dict[str, Any]:
         notes.append(f"{versions[0]} and {versions[-1]} alike: no change to find (a change that reverts within the "
                      "range is not seen: chbench trend shows every version)")
     tried = sorted({i for st in s.steps for i in (st.old, st.new)})
+    sized = [c for c in s.changes if c.step.detail.get("ratio")]
+    largest = max(sized, key=lambda c: abs(math.log(c.step.detail["ratio"])), default=None)
     return {"found": s.found, "first_changed": versions[first.first_changed] if first else None,
             "last_same": versions[first.last_same] if first else None,
             "steps": [st.to_json(versions) for st in s.steps], "changes": [c.to_json(versions) for c in s.changes],
+            "largest": largest.to_json(versions) if largest is not None and len(s.changes) > 1 else None,
             "comparisons": len(s.steps), "versions_tried": [versions[i] for i in tried], "notes": notes}

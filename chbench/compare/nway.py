@@ -24,7 +24,8 @@ class NWayComparison:
     baseline: int
     pairs: list[tuple[int, int]]
     comparisons: list[Comparison]
-    alpha: float  # the family's level (each comparison ran at alpha / m)
+    alpha: float  # the family's level (each comparison ran at alpha / family)
+    family: int = 0  # how many comparisons share alpha (0: all of them)
 
     def kind(self, pair: tuple[int, int]) -> str:
         return "baseline" if self.baseline in pair and pair[0] == self.baseline else "adjacent"
@@ -41,7 +42,8 @@ class NWayComparison:
 
     def to_json(self) -> dict[str, Any]:
         return {"sides": self.labels, "baseline": self.labels[self.baseline], "alpha": self.alpha,
-                "correction": f"each comparison at alpha / {len(self.pairs)}, its own correction across queries",
+                "correction": f"each comparison at alpha / {self.family or len(self.pairs)}, its own correction "
+                              "across queries",
                 "comparisons": [{"a": self.labels[i], "b": self.labels[j], "kind": self.kind((i, j)),
                                  **c.doc.to_json()} for (i, j), c in zip(self.pairs, self.comparisons, strict=True)]}
 
@@ -59,14 +61,20 @@ def side_index(labels: list[str], spec: str) -> int:
     raise UsageError(f"--baseline {spec}: not one of the sides ({', '.join(labels)})")
 
 
-def build_nway(path: str, opts: CompareOptions | None = None, baseline: str | None = None) -> NWayComparison:
+def build_nway(path: str, opts: CompareOptions | None = None, baseline: str | None = None,
+               pairs: list[tuple[int, int]] | None = None, family: int | None = None) -> NWayComparison:
+    """``pairs`` (default ``plan.compared_pairs``) each at alpha / ``family`` (default: as
+    many as the pairs). ``chbench trend`` takes its steps from the adjacent pairs alone,
+    so they are its family; its baseline pairs give the series' intervals."""
     opts = opts or CompareOptions()
     one = load_sides(path, opts.metric)
     labels = [s.label for s in one.sides]
     if len(labels) < 2:
         raise UsageError(f"{path} holds one side only: give two results files to compare")
     base = side_index(labels, baseline) if baseline else 0
-    pairs = [(int(a), int(b)) for a, b in compared_pairs([str(i) for i in range(len(labels))], base)]
-    each = replace(opts, alpha=opts.alpha / len(pairs))
+    if pairs is None:
+        pairs = [(int(a), int(b)) for a, b in compared_pairs([str(i) for i in range(len(labels))], base)]
+    family = family or len(pairs)
+    each = replace(opts, alpha=opts.alpha / family)
     comparisons = [build_comparison([path], each, pair=p, opened=one) for p in pairs]
-    return NWayComparison(labels, base, pairs, comparisons, opts.alpha)
+    return NWayComparison(labels, base, pairs, comparisons, opts.alpha, family)

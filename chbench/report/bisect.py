@@ -41,6 +41,9 @@ def headline(b: dict[str, Any]) -> str:
     for c in changes:
         size = c.get("summary") or ""
         confirmed = "" if c.get("confirmed") else " (not confirmed between the adjacent versions)"
-        parts.append(f"{c['last_same']} → {c['first_changed']}: {size}{confirmed}")
+        small = " (under the threshold)" if c.get("beyond_threshold") is False else ""
+        parts.append(f"{c['last_same']} → {c['first_changed']}: {size}{small}{confirmed}")
     head = "first change: " if len(changes) == 1 else f"{len(changes)} changes in the range: "
-    return head + "; ".join(parts)
+    big = b.get("largest")
+    tail = f" — the largest: {big['last_same']} → {big['first_changed']}" if big else ""
+    return head + "; ".join(parts) + tail

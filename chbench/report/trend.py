@@ -26,6 +26,8 @@ def trend_section(doc: RunDocument, path: str | None = None, charts: bool = Fals
     versions: list[str] = t.get("versions") or []
     steps: list[dict[str, Any]] = t.get("steps") or []
     blocks: list[Block] = [Text(_headline(t), kind="summary")]
+    if t.get("note"):
+        blocks.append(Text(t["note"]))
     if steps:
         table = Table([Column("query", align="left"), Column("step", align="left"), Column("kind", align="left"),
                        Column("change", align="left"), Column("verdict", align="left")],

@@ -2,8 +2,10 @@
 — each version against the first, paired rounds, with its interval — and the *steps*:
 where a query changed between two adjacent versions, by speed (the adjacent
 comparison's verdict is slower or faster), answer (checksums or column types differ) or
-plan (EXPLAIN PLAN's steps differ). Every comparison is ``compare/nway.py``'s, with
-false alarms controlled across all of them.
+plan (EXPLAIN PLAN's steps differ). Every comparison is ``compare/nway.py``'s; the steps
+come from the n − 1 adjacent ones, with false alarms controlled across them (alpha /
+(n − 1) each, Holm across queries within each); the series' intervals from the first
+version against each other.
 
 A version the run could not measure (its side failed) has no point in the series, and
 no step is claimed across it."""
@@ -34,8 +36,25 @@ def trend_object(nway: NWayComparison, versions: list[str]) -> dict[str, Any]:
             steps += _steps(cmp, versions[i], versions[i + 1], flipped=(i, i + 1) not in by_pair)
     steps.sort(key=lambda s: (names.index(s["query"]) if s["query"] in names else len(names),
                               versions.index(s["to"]), STEP_KINDS.index(s["kind"])))
-    return {"versions": versions, "baseline": versions[nway.baseline], "alpha": nway.alpha,
-            "comparisons": len(nway.pairs), "queries": queries, "steps": steps}
+    family = nway.family or len(nway.pairs)
+    out = {"versions": versions, "baseline": versions[nway.baseline], "alpha": nway.alpha, "comparisons": family,
+           "queries": queries, "steps": steps}
+    need = rounds_for_a_step(nway.alpha / family, len(names))
+    rounds = min((r.paired.pairs for c in nway.comparisons for r in c.doc.queries if r.paired), default=None)
+    if rounds is not None and rounds < need:
+        out["note"] = (f"some queries have {rounds} paired rounds: with false alarms controlled over {family} "
+                       f"adjacent comparisons × {len(names)} queries, a speed step needs at least {need} (the "
+                       "signed-rank test's smallest p-value): run adaptive (no --iterations) or with more")
+    return out
+
+
+def rounds_for_a_step(alpha: float, queries: int) -> int:
+    """The fewest paired rounds whose smallest possible signed-rank p-value (2 / 2^n,
+    all rounds one way) passes Holm's first step, alpha / queries."""
+    n = 1
+    while 2.0 / 2 ** n >= alpha / max(1, queries):
+        n += 1
+    return n
 
 
 def _series(name: str, by_pair: dict[tuple[int, int], Comparison], base: int, n: int,

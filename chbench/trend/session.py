@@ -81,7 +81,9 @@ def add_trend(out: str, versions: list[str], opts: CompareOptions) -> dict[str, 
     from chbench.compare.nway import build_nway
     from chbench.trend.series import trend_object
 
-    nway = build_nway(out, opts)
+    n = len(versions)
+    adjacent = [(i, i + 1) for i in range(n - 1)]
+    nway = build_nway(out, opts, pairs=adjacent + [(0, j) for j in range(2, n)], family=len(adjacent))
     trend = trend_object(nway, versions)
     doc = open_as(out, RunDocument, "a chbench run file")
     doc.trend = trend
