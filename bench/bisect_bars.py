@@ -21,7 +21,8 @@ Parts:
   trend-aa  `chbench trend --targets embedded@26.9 ×3 --suite builtin`, --runs runs: no step.
   nway      three sides (A, B = A's suite, C = 10% more rows), 4 runs: per run A → B flags
             <= 2 of 40 over the 4 runs (issue 2's A/A), A → C and B → C >= 8 of 10 slower
-            (issue 2's sensitivity), never faster.
+            (issue 2's sensitivity), never faster. After each, a two-sided control (A, and
+            B with 10% more rows) on the same machine: what two sides give at that hour.
 
 Installs (once, cached): every catalog version from 23.10 to 26.9 for `answer` (~5 GB),
 those of REAL_RANGE for `real`. Timings are noisy and shared: every number comes with
@@ -226,23 +227,25 @@ def part_nway(args: argparse.Namespace) -> dict[str, Any]:
     from chbench.ui.progress import make_progress
     from chbench.workload import default_suite
 
-    runs = []
-    for i in range(4):
-        path = OUT / f"nway-{i}.json"
-        targets = [make_target("embedded@26.9", Credentials()) for _ in range(3)]
+    def measure(path: Path, scales: tuple[float, ...]) -> dict[str, Any]:
+        targets = [make_target("embedded@26.9", Credentials()) for _ in scales]
         sides = [SidePlan(sid, t, default_suite(scale), {}, scale, label=f"{sid} scale {scale}")
-                 for sid, t, scale in zip("ABC", targets, (1.0, 1.0, 1.1), strict=True)]
+                 for sid, t, scale in zip("ABC", targets, scales, strict=True)]
         try:
             run_plan(Plan(sides=sides, iterations=15), str(path), make_progress(True))
         finally:
             close_targets(targets)
         nway = build_nway(str(path))
-        got = {}
-        for (a, b), c in zip(nway.pairs, nway.comparisons, strict=True):
-            got["ABC"[a] + "ABC"[b]] = dict(c.doc.summary.verdicts)
-        runs.append(got)
+        return {"ABC"[a] + "ABC"[b]: dict(c.doc.summary.verdicts)
+                for (a, b), c in zip(nway.pairs, nway.comparisons, strict=True)}
+
+    runs, control = [], []
+    for i in range(4):  # each 3-sided run, then a 2-sided one (A, B at 1.1) on the same machine
+        runs.append(measure(OUT / f"nway-{i}.json", (1.0, 1.0, 1.1)))
+        control.append(measure(OUT / f"nway-control-{i}.json", (1.0, 1.1)))
     aa = sum(r["AB"].get("slower", 0) + r["AB"].get("faster", 0) for r in runs)
-    out = {"runs": runs, "aa_flagged_of_40": aa}
+    out = {"runs": runs, "aa_flagged_of_40": aa, "two_sided_control": control,
+           "control_slower": [c["AB"].get("slower", 0) for c in control]}
     out["bar"] = aa <= 2 and all(r[p].get("slower", 0) >= 8 and not r[p].get("faster") for r in runs
                                  for p in ("AC", "BC"))
     return out

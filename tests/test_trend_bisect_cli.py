@@ -57,10 +57,15 @@ def test_compare_reads_the_trend_file_as_three_sides(trend):
     assert verdicts["BA"]["ver"] == "answer changed" and verdicts["CB"]["ver"] != "answer changed"
 
 
-def test_bisect_answer_names_the_version_and_keeps_every_step(tmp_path, old_engine):  # noqa: ARG001
+def test_bisect_answer_names_the_version_and_keeps_every_step(tmp_path, old_engine, trend):  # noqa: ARG001
     out = tmp_path / "b.json"
     r = run_cli("bisect", "24.8", "26.9", "--installed", "--query", "SELECT version()", "--out", str(out))
     assert r.code == 0, r.stderr
+    md = tmp_path / "r.md"  # chbench report reads both kinds of file
+    rep = run_cli("report", str(out), str(trend["out"]), "--markdown", str(md))
+    assert rep.code == 0, rep.stderr
+    text = md.read_text()
+    assert "first change: 24.8.4.1 → 26.9.2.1" in text and "Steps between adjacent versions" in text
     b = json.loads(out.read_text())["bisect"]
     assert b["kind"] == "answer" and b["found"] is True
     assert (b["last_same"], b["first_changed"]) == ("24.8.4.1", "26.9.2.1")

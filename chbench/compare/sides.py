@@ -97,6 +97,7 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
                     continue
                 data.times.append(float(value))
                 data.keys.append((s.session or 0, s.round))
+                data.starts.append(s.started_at)
                 by_session.setdefault(s.session or 0, []).append(float(value))
                 if s.client_ms is not None:
                     data.client_times.append(float(s.client_ms))

@@ -17,7 +17,8 @@ def bisect_section(doc: BisectDocument, path: str | None = None) -> Section:
     for note in b.get("notes") or []:
         blocks.append(Text(note))
     steps = Table([Column("old", align="left"), Column("new", align="left"), Column("why", align="left"),
-                   Column("change", align="left"), Column("decision", align="left"), Column("rounds", ",d")],
+                   Column("change [99% interval]", align="left", key="change"), Column("decision", align="left"),
+                   Column("rounds", ",d")],
                   title=f"Every comparison ({b.get('comparisons', 0)}), in the order made")
     for st in b.get("steps") or []:
         word = st["decision"] + (f" (leaning {st['leaning']})" if st.get("undecided") else "")

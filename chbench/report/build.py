@@ -12,6 +12,7 @@ from chbench.clickbench.scores import score
 from chbench.compare import CompareOptions, build_comparison, sides_of
 from chbench.errors import UsageError
 from chbench.export.sections import Report, Section
+from chbench.report.bisect import bisect_section
 from chbench.report.clickbench import scores_section
 from chbench.report.comparison import comparison_section
 from chbench.report.load import load_section
@@ -19,6 +20,7 @@ from chbench.report.replay import replay_section
 from chbench.report.run import run_section
 from chbench.report.transfer import transfer_section
 from chbench.results import (
+    BisectDocument,
     ClickBenchEntry,
     ClickBenchRunDocument,
     ClickHouseBenchmarkFile,
@@ -41,19 +43,21 @@ def build_report(files: list[str], opts: CompareOptions | None = None) -> Report
     opened: list[tuple[str, ResultsFile]] = [(f, open_results(f)) for f in files]
     for f, doc in opened:
         if not isinstance(doc, (*COMPARABLE, LoadDocument, ReplayDocument, ClickBenchEntry, ClickBenchRunDocument,
-                                TransferDocument)):
+                                TransferDocument, BisectDocument)):
             raise UsageError(f"{f}: a chbench '{getattr(doc, 'kind', '?')}' file has no report (report takes run, "
-                             "load, replay, clickbench, ingest and read files)")
+                             "load, replay, clickbench, ingest, read and bisect files)")
     sections: list[Section] = []
     comparable = [(f, d) for f, d in opened if isinstance(d, COMPARABLE)]
     if len(comparable) > 2:
         raise UsageError(f"a report compares at most two run files, got {len(comparable)}")
     if comparable:
-        one_sided = len(comparable) == 1 and len(sides_of(*comparable[0], opts.metric if opts else "client_ms")
-                                                 .sides) < 2
-        if not one_sided:
+        n_sides = len(sides_of(*comparable[0], opts.metric if opts else "client_ms").sides)
+        if len(comparable) == 1 and n_sides > 2:  # N-way: a trend, or every pair compare judges
+            sections += _nway_sections(*comparable[0], opts)
+        elif not (len(comparable) == 1 and n_sides < 2):
             sections.append(comparison_section(build_comparison([f for f, _ in comparable], opts)))
         sections += [run_section(f, d) for f, d in comparable if isinstance(d, RunDocument)]
+    sections += [bisect_section(d, f) for f, d in opened if isinstance(d, BisectDocument)]
     sections += [load_section(f, d) for f, d in opened if isinstance(d, LoadDocument)]
     sections += [replay_section(f, d) for f, d in opened if isinstance(d, ReplayDocument)]
     entries = [(f, d) for f, d in opened if isinstance(d, (ClickBenchEntry, ClickBenchRunDocument))]
@@ -61,3 +65,19 @@ def build_report(files: list[str], opts: CompareOptions | None = None) -> Report
         sections.append(scores_section(score([entry_of(f, d) for f, d in entries])))
     sections += [transfer_section(d, f) for f, d in opened if isinstance(d, TransferDocument)]
     return Report("chbench report: " + ", ".join(Path(f).name for f in files), sections, files)
+
+
+def _nway_sections(path: str, doc: ResultsFile, opts: CompareOptions | None) -> list[Section]:
+    """A run of N sides: its trend (chbench trend), else one section per pair compare judges."""
+    from chbench.compare.nway import build_nway
+    from chbench.report.trend import trend_section
+
+    if isinstance(doc, RunDocument) and doc.trend:
+        return [trend_section(doc, path, charts=True)]
+    nway = build_nway(path, opts)
+    out = []
+    for (i, j), cmp in zip(nway.pairs, nway.comparisons, strict=True):
+        section = comparison_section(cmp)
+        section.title = f"{nway.kind((i, j))}: {cmp.doc.a_label} → {cmp.doc.b_label}"
+        out.append(section)
+    return out

@@ -71,6 +71,9 @@ class SideData:
     # (session, round) of each of ``times``, where the file records them: a side-by-side
     # run's two sides are paired by it (stats/paired.py)
     keys: list[tuple[int, int]] = field(default_factory=list)
+    # when each of ``times`` started (epoch s), where recorded: in a round of three or more
+    # sides, who ran first in a pair is read from these, not from the round's parity
+    starts: list[float | None] = field(default_factory=list)
     raw_times: list[float] | None = None  # before the round factors were taken out (separate runs)
     round_spread: float | None = None  # then: the robust sd of the side's round factors (log)
 
@@ -258,7 +261,7 @@ def _judge(names: list[str], side_a: dict[str, SideData], side_b: dict[str, Side
             row.flags.append("summary numbers only: weaker verdict")
             _summary_verdict(row, a, b, opts.for_query(name).threshold)
             continue
-        pairs = pair_up(a.keyed(), b.keyed()) if opts.paired else None
+        pairs = pair_up(a.keyed(), b.keyed(), _a_first(a, b)) if opts.paired else None
         if pairs is not None and len(pairs) >= opts.min_runs:
             boots[len(rows) - 1] = _test_paired(row, pairs, opts.for_query(name), rng)
         else:
@@ -497,6 +500,15 @@ def _busier_machine(rows: list[QueryComparison], tested: list[int], machine: dic
                              f"({what}): not told apart from the machine")
             r.reasoning = "cannot tell a change from the machine: " + "; ".join(r.reasons)
             r.reason = f"{busier} ran on a busier machine"
+
+
+def _a_first(a: SideData, b: SideData) -> dict[tuple[int, int], bool] | None:
+    """Per (session, round): whether A's run started before B's, from the recorded start
+    times (None: not recorded for every run — the round's parity says, as two sides run)."""
+    if len(a.starts) != len(a.keys) or len(b.starts) != len(b.keys) or None in a.starts or None in b.starts:
+        return None
+    sa, sb = dict(zip(a.keys, a.starts, strict=True)), dict(zip(b.keys, b.starts, strict=True))
+    return {k: float(sa[k]) <= float(sb[k]) for k in sa if k in sb}  # type: ignore[arg-type]
 
 
 def _why(row: QueryComparison, significant: bool, opts: Options, eff_thr: float) -> str:

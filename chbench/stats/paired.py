@@ -135,14 +135,17 @@ class Pairs:
         return len(self.d)
 
 
-def pair_up(a: list[tuple[tuple[int, int], float]], b: list[tuple[tuple[int, int], float]]) -> Pairs:
-    """Match A's and B's successful runs by (session, round). In a side-by-side run A
-    runs first in even rounds (chbench/runner/runner.py)."""
+def pair_up(a: list[tuple[tuple[int, int], float]], b: list[tuple[tuple[int, int], float]],
+            first: dict[tuple[int, int], bool] | None = None) -> Pairs:
+    """Match A's and B's successful runs by (session, round). Who ran first: ``first``
+    (from the runs' start times), else the round's parity — in a two-sided run A runs
+    first in even rounds (plan.round_order); with three or more sides only the start
+    times tell."""
     bmap = dict(b)
     amap = dict(a)
     keys = [k for k, _ in a if k in bmap and amap[k] > 0 and bmap[k] > 0]
     d = np.array([math.log(bmap[k]) - math.log(amap[k]) for k in keys], dtype=float)
-    a_first = np.array([k[1] % 2 == 0 for k in keys], dtype=bool)
+    a_first = np.array([first[k] if first and k in first else k[1] % 2 == 0 for k in keys], dtype=bool)
     return Pairs(d, a_first, len(a) - len(keys), len(b) - len(keys))
 
 
