@@ -230,7 +230,7 @@ def part_nway(args: argparse.Namespace) -> dict[str, Any]:
     def measure(path: Path, scales: tuple[float, ...]) -> dict[str, Any]:
         targets = [make_target("embedded@26.9", Credentials()) for _ in scales]
         sides = [SidePlan(sid, t, default_suite(scale), {}, scale, label=f"{sid} scale {scale}")
-                 for sid, t, scale in zip("ABC", targets, scales, strict=True)]
+                 for sid, t, scale in zip("ABC"[:len(scales)], targets, scales, strict=True)]
         try:
             run_plan(Plan(sides=sides, iterations=15), str(path), make_progress(True))
         finally:

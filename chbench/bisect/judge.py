@@ -47,6 +47,7 @@ class SpeedJudge:
     threshold: float = 0.05
     first_rounds: int = 10
     max_rounds: int = 160
+    precision: float | None = None  # a decided comparison goes on until its interval is within ±this
     found: dict[tuple[int, int], tuple[float, float, float]] = field(default_factory=dict)  # centre, lo, hi (log)
 
     def compare(self, old: int, new: int) -> Step:
@@ -57,7 +58,8 @@ class SpeedJudge:
             d += self.measure(old, new, rounds)
             centre, lo, hi = hl_interval(d, CONF)
             decision = decide(lo, hi, h)
-            if decision is not Decision.UNKNOWN or len(d) >= self.max_rounds or not d:
+            precise = self.precision is None or (hi - lo) / 2 <= math.log1p(self.precision)
+            if (decision is not Decision.UNKNOWN and precise) or len(d) >= self.max_rounds or not d:
                 break
             rounds = min(len(d), self.max_rounds - len(d))  # as many again
         leaning = decision if decision is not Decision.UNKNOWN else \

@@ -1,7 +1,9 @@
 """What ``chbench bisect`` measures with: side-by-side runs of the real runner on two
 versions' targets (one per version, opened on first use and kept for the whole bisect),
-and each version's answer. Every run is kept (``runs`` of the bisect file), so nothing
-measured is lost and a comparison asked twice is measured once (``search.py``).
+and each version's answer. Each version's data is built once (its set-up statements,
+before its first run or answer); the runs then measure the query alone. Every run is
+kept (``runs`` of the bisect file), so nothing measured is lost and a comparison asked
+twice is measured once (``search.py``).
 
 Targets come from a factory (``version → Target``): ``embedded@VERSION`` for the catalog,
 a server from ``--engines-from DIR``, or a scripted fake in bench/bisect_bars.py's
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from chbench.errors import EXIT_INTERRUPTED, EXIT_SERVER_LOST, QueryError, ServerLost, UsageError
@@ -44,7 +46,10 @@ class Measurer:
     def __call__(self, old: int, new: int, rounds: int) -> list[float]:
         """``rounds`` more rounds of old (A) and new (B) side by side; their per-round
         log ratios log(t_new / t_old)."""
-        sides = [SidePlan(sid, self.target(i), self.workload, dict(self.settings),
+        for i in (old, new):
+            self.prepare(i)
+        timed = replace(self.workload, setup=[], teardown=[])  # the data is built once per version
+        sides = [SidePlan(sid, self.target(i), timed, dict(self.settings),
                           label=f"ClickHouse {self.versions[i]}") for sid, i in (("A", old), ("B", new))]
         plan = Plan(sides=sides, warmup=self.warmup, iterations=rounds, timeout=self.timeout, calibration=False,
                     probes=False, explain=False)
@@ -71,22 +76,28 @@ class Measurer:
             raise UsageError(f"the query fails on ClickHouse {v}: {errors[sid]}")
         return [math.log(times["B"][r] / times["A"][r]) for r in sorted(times["A"]) if r in times["B"]]
 
-    def answer(self, i: int) -> dict[str, Any]:
-        """Version i's answer (set-up statements run first, once per version)."""
-        from chbench.upgrade.checks import answer_of
-
+    def prepare(self, i: int) -> Target:
+        """Version i's target, connected, its data built (the set-up statements, once:
+        every later run and answer reuses them)."""
         target = self.target(i)
         v = self.versions[i]
         if v not in self.prepared:
             target.connect()
             for sql in self.workload.setup:
                 try:
-                    target.statement(sql, dict(self.settings))
+                    target.statement(sql, {**self.workload.settings, **self.settings})
                 except QueryError as e:
                     raise UsageError(f"set-up failed on ClickHouse {v}: {e.message}") from None
             self.prepared.add(v)
+        return target
+
+    def answer(self, i: int) -> dict[str, Any]:
+        """Version i's answer."""
+        from chbench.upgrade.checks import answer_of
+
+        target = self.prepare(i)
         q = self.workload.queries[0]
-        return answer_of(target, q.sql, {**self.settings, **q.settings}, self.timeout)
+        return answer_of(target, q.sql, {**self.workload.settings, **self.settings, **q.settings}, self.timeout)
 
     def close(self) -> None:
         close_targets(list(self.targets.values()))

@@ -30,6 +30,7 @@ class BisectOptions:
     warmup: int = 1
     timeout: float | None = None
     settings: dict[str, str] = field(default_factory=dict)
+    precision: float | None = None  # keep measuring a decided comparison to ±this
 
 
 @dataclass
@@ -84,7 +85,7 @@ def run_bisect(versions: list[str], make_target: Callable[[str], Target], worklo
                     f"{'answer' if kind == 'answer' else 'speed'}")
             doc.bisect["kind"] = kind
             judge: Judge = answers if kind == "answer" else SpeedJudge(measurer, opts.threshold, opts.first_rounds,
-                                                                         opts.max_rounds)
+                                                                         opts.max_rounds, opts.precision)
             told = _Told(judge, versions, say, lambda: _keep(doc, measurer, None, writer))
             search = bisect(len(versions), told)
             _keep(doc, measurer, search, writer)

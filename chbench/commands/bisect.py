@@ -55,6 +55,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--iterations", type=positive_int, default=10, help="rounds per comparison at first (default 10)")
     r.add_argument("--max-rounds", type=positive_int, default=160,
                    help="the budget: rounds per comparison before it is called undecided (default 160)")
+    r.add_argument("--precision", type=percent, metavar="PCT",
+                   help="keep measuring a decided comparison until its interval is within ±this (the step's size "
+                        "known better; default: stop once decided)")
     r.add_argument("--warmup", type=non_negative_int, default=1)
     r.add_argument("--timeout", type=positive_float, metavar="S", help="per-query time limit")
     r.add_argument("--out", metavar="FILE", help="results file (default: chbench-bisect-<time>.json)")
@@ -85,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     say(args.quiet)(f"bisecting {len(versions)} versions, {versions[0]} … {versions[-1]} ({source.describe()})")
     opts = BisectOptions(kind=args.kind or "auto", threshold=args.threshold, first_rounds=args.iterations,
                          max_rounds=max(args.max_rounds, args.iterations), warmup=args.warmup, timeout=args.timeout,
-                         settings=dict(args.setting))
+                         settings=dict(args.setting), precision=args.precision)
     try:
         outcome = run_bisect(versions, source.target, workload, opts, out, say(args.quiet))
     finally:

@@ -16,8 +16,10 @@ from chbench.commands.args import (
     add_tests,
     add_verbose,
     non_negative_int,
+    percent,
     positive_float,
     positive_int,
+    setting,
 )
 from chbench.commands.engines import add_engines_dir, use_engines_dir
 from chbench.errors import EXIT_FINDING, EXIT_OK, UsageError
@@ -60,6 +62,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     w.add_argument("--scale", type=positive_float, default=1.0, help="built-in suite: multiply its row counts")
     r = p.add_argument_group("how it is run")
     r.add_argument("--iterations", type=positive_int, help="rounds per query (default: adaptive)")
+    r.add_argument("--precision", type=percent, default=0.02,
+                   help="adaptive: stop a query when every compared pair's interval is within ±this (default 2%%)")
+    r.add_argument("--setting", type=setting, action="append", default=[], metavar="NAME=VALUE",
+                   help="a setting for every query on every version")
     r.add_argument("--warmup", type=non_negative_int, default=1)
     r.add_argument("--max-time-per-query", type=positive_float, metavar="S",
                    help="time budget per query over every version (default 6 s per version)")
@@ -132,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
 
             targets = [make_target(f"embedded@{v}", Credentials()) for v in versions]
         scale = None if args.queries or args.tests or args.suite == "clickbench" else args.scale
-        tp = TrendPlan(versions, wl, scale, args.warmup, args.iterations, budget, args.timeout)
+        tp = TrendPlan(versions, wl, scale, args.warmup, args.iterations, budget, args.timeout, args.precision,
+                       dict(args.setting))
         data_sql = DATA_CHECK_SQL if args.suite == "clickbench" and not args.queries and not args.tests else None
         outcome = measure(tp, targets, out, args.quiet, data_sql)
     finally:
@@ -143,7 +150,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"chbench: error: {outcome.message} — results so far are in {out}\n")
         return outcome.exit_code
     trend = add_trend(out, versions, compare_options(args))
-    return _report(args, out, trend)
+    code = _report(args, out, trend)
+    if outcome.exit_code == EXIT_FINDING:  # some query failed on some version: said, and the exit code
+        sys.stderr.write(f"chbench: {outcome.message}\n")
+    return max(code, outcome.exit_code)
 
 
 def _report(args: argparse.Namespace, out: str, trend: dict[str, Any]) -> int:

@@ -26,6 +26,8 @@ class TrendPlan:
     iterations: int | None
     max_time_per_query: float
     timeout: float | None
+    precision: float = 0.02
+    settings: dict[str, str] | None = None
 
 
 def cost(versions: list[str], catalog_versions: bool, queries: int, budget_s: float) -> dict[str, Any]:
@@ -69,10 +71,10 @@ def measure(tp: TrendPlan, targets: list[Target], out: str, quiet: bool, data_sq
     from chbench.ui.progress import make_progress
     from chbench.upgrade.checks import run_checks
 
-    sides = [SidePlan(sid, t, tp.workload, {}, tp.scale, label=v)
+    sides = [SidePlan(sid, t, tp.workload, dict(tp.settings or {}), tp.scale, label=v)
              for sid, t, v in zip(side_ids(len(targets)), targets, tp.versions, strict=True)]
     plan = Plan(sides=sides, warmup=tp.warmup, iterations=tp.iterations, max_time_per_query=tp.max_time_per_query,
-                timeout=tp.timeout, allow_writes=False)
+                timeout=tp.timeout, allow_writes=False, target_precision=tp.precision)
     return run_plan(plan, out, make_progress(quiet), after=partial(run_checks, data_sql=data_sql))
 
 
