@@ -44,11 +44,15 @@ class BisectOutcome:
 class _Told:
     """A judge whose every comparison is said on stderr and written to the file."""
 
-    def __init__(self, judge: Judge, versions: list[str], say: Callable[[str], None], done: Callable[[], None]):
-        self.judge, self.versions, self.say, self.done = judge, versions, say, done
+    def __init__(self, judge: Judge, versions: list[str], say: Callable[[str], None], doc: BisectDocument,
+                 done: Callable[[], None]):
+        self.judge, self.versions, self.say, self.doc, self.done = judge, versions, say, doc, done
 
     def compare(self, old: int, new: int) -> Step:
         step = self.judge.compare(old, new)
+        # kept as made: an interrupted bisect's file holds every comparison finished
+        self.doc.bisect["steps"].append(step.to_json(self.versions))
+        self.doc.bisect["comparisons"] = len(self.doc.bisect["steps"])
         extra = f" ({step.detail['rounds']} rounds)" if "rounds" in step.detail else ""
         undecided = f", undecided: leaning {step.leaning.value}" if step.decision is Decision.UNKNOWN else ""
         self.say(f"  {self.versions[old]} → {self.versions[new]}: {step.detail.get('summary', '')}  "
@@ -86,7 +90,7 @@ def run_bisect(versions: list[str], make_target: Callable[[str], Target], worklo
             doc.bisect["kind"] = kind
             judge: Judge = answers if kind == "answer" else SpeedJudge(measurer, opts.threshold, opts.first_rounds,
                                                                          opts.max_rounds, opts.precision)
-            told = _Told(judge, versions, say, lambda: _keep(doc, measurer, None, writer))
+            told = _Told(judge, versions, say, doc, lambda: _keep(doc, measurer, None, writer))
             search = bisect(len(versions), told)
             _keep(doc, measurer, search, writer)
         except KeyboardInterrupt:
