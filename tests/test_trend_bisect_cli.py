@@ -61,16 +61,21 @@ def test_bisect_answer_names_the_version_and_keeps_every_step(tmp_path, old_engi
     out = tmp_path / "b.json"
     r = run_cli("bisect", "24.8", "26.9", "--installed", "--query", "SELECT version()", "--out", str(out))
     assert r.code == 0, r.stderr
+    doc = json.loads(out.read_text())
+    b, versions = doc["bisect"], doc["versions"]  # 24.8, 26.9 and any installed between (--installed)
+    assert versions[0] == "24.8.4.1" and versions[-1] == "26.9.2.1"
+    assert b["kind"] == "answer" and b["found"] is True
+    # version() answers differently on every version: the first change is the next one
+    assert (b["last_same"], b["first_changed"]) == ("24.8.4.1", versions[1])
+    assert b["steps"] and b["steps"][0]["decision"] == "changed"
+    assert len(b["changes"]) == len(versions) - 1  # a change at every step, each named
+    head = f"24.8.4.1 → {versions[1]}"
+    assert head in r.stdout
     md = tmp_path / "r.md"  # chbench report reads both kinds of file
     rep = run_cli("report", str(out), str(trend["out"]), "--markdown", str(md))
     assert rep.code == 0, rep.stderr
     text = md.read_text()
-    assert "first change: 24.8.4.1 → 26.9.2.1" in text and "Steps between adjacent versions" in text
-    b = json.loads(out.read_text())["bisect"]
-    assert b["kind"] == "answer" and b["found"] is True
-    assert (b["last_same"], b["first_changed"]) == ("24.8.4.1", "26.9.2.1")
-    assert b["steps"] and b["steps"][0]["decision"] == "changed" and len(b["changes"]) == 1
-    assert "first change: 24.8.4.1 → 26.9.2.1" in r.stdout
+    assert head in text and "Steps between adjacent versions" in text
 
 
 def test_bisect_speed_runs_side_by_side_and_keeps_the_runs(tmp_path, old_engine):  # noqa: ARG001
