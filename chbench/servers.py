@@ -158,8 +158,16 @@ class _Server:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def stop(self) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
+    def stop(self) -> None:
+        """SIGTERM (SIGKILL after 20 s), then the data removed: a clickhouse-server's own
+        shutdown (ModernServer stops its own way)."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._cleanup()
 
 
 class ModernServer(_Server):
@@ -262,15 +270,6 @@ class LegacyServer(_Server):
         (w / "config.xml").write_text(config)
         self._start([LEGACY_BINARY, f"--config-file={w}/config.xml"], None)
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self._cleanup()
-
 
 class BinaryServer(_Server):
     """Any ``clickhouse`` build given as a binary (``--engines-from DIR``): the multi-call
@@ -302,12 +301,3 @@ class BinaryServer(_Server):
             "<flush_interval_milliseconds>1000</flush_interval_milliseconds></query_log></yandex>")
         argv = [binary, "server"] if Path(binary).name == "clickhouse" else [binary]
         self._start([*argv, f"--config-file={w}/config.xml"], None)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self._cleanup()

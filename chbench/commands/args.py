@@ -203,3 +203,24 @@ def compare_options(args: argparse.Namespace) -> Any:
                           correction=args.correction, between_run_factor=args.between_run_factor,
                           method=args.method, paired=not getattr(args, "unpaired", False),
                           round_factors=not getattr(args, "no_round_factors", False))
+
+
+def suite_outputs(args: argparse.Namespace, kind: str) -> str:
+    """``upgrade`` and ``trend``: the engines dir for this command, --queries/--tests and
+    --suite clickbench not both, the results file (default ``chbench-KIND-<time>.json``)
+    and --html's directory checked before anything is measured; the results path."""
+    from datetime import datetime
+    from pathlib import Path
+
+    from chbench.commands.engines import use_engines_dir
+    from chbench.errors import UsageError
+    from chbench.results import check_output_path
+
+    use_engines_dir(args)
+    if (args.queries or args.tests) and args.suite == "clickbench":
+        raise UsageError("give --queries/--tests or --suite clickbench, not both")
+    out: str = args.out or f"chbench-{kind}-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
+    check_output_path(out)
+    if args.html and not Path(args.html).resolve().parent.is_dir():
+        raise UsageError(f"cannot write {args.html}: directory {Path(args.html).resolve().parent} does not exist")
+    return out

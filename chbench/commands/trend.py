@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,8 +19,9 @@ from chbench.commands.args import (
     positive_float,
     positive_int,
     setting,
+    suite_outputs,
 )
-from chbench.commands.engines import add_engines_dir, use_engines_dir
+from chbench.commands.engines import add_engines_dir
 from chbench.errors import EXIT_FINDING, EXIT_OK, UsageError
 
 if TYPE_CHECKING:
@@ -113,19 +113,12 @@ def _versions(args: argparse.Namespace) -> tuple[list[str], list[Target], bool, 
 
 def run(args: argparse.Namespace) -> int:
     from chbench.commands.args import compare_options, test_options
-    from chbench.results import check_output_path
     from chbench.runner import close_targets
     from chbench.trend.session import TrendPlan, add_trend, cost, describe_cost, measure
     from chbench.ui import say
     from chbench.upgrade.workload import DATA_CHECK_SQL, upgrade_workload
 
-    use_engines_dir(args)
-    if (args.queries or args.tests) and args.suite == "clickbench":
-        raise UsageError("give --queries/--tests or --suite clickbench, not both")
-    out = args.out or f"chbench-trend-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
-    check_output_path(out)
-    if args.html and not Path(args.html).resolve().parent.is_dir():
-        raise UsageError(f"cannot write {args.html}: directory {Path(args.html).resolve().parent} does not exist")
+    out = suite_outputs(args, "trend")
     wl = upgrade_workload(args.suite, args.queries, args.setup, args.rows, args.scale, args.tests, test_options(args))
     versions, targets, catalog, source = _versions(args)
     try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,9 +16,10 @@ from chbench.commands.args import (
     non_negative_int,
     positive_float,
     positive_int,
+    suite_outputs,
 )
-from chbench.commands.engines import add_engines_dir, use_engines_dir
-from chbench.errors import EXIT_FINDING, EXIT_OK, UsageError
+from chbench.commands.engines import add_engines_dir
+from chbench.errors import EXIT_FINDING, EXIT_OK
 
 if TYPE_CHECKING:
     from chbench.runner.runner import RunOutcome
@@ -75,15 +75,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from chbench.engines.store import EngineStore
-    from chbench.results import check_output_path
 
-    use_engines_dir(args)
-    if (args.queries or args.tests) and args.suite == "clickbench":
-        raise UsageError("give --queries/--tests or --suite clickbench, not both")
-    out = args.out or f"chbench-upgrade-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
-    check_output_path(out)
-    if args.html and not Path(args.html).resolve().parent.is_dir():
-        raise UsageError(f"cannot write {args.html}: directory {Path(args.html).resolve().parent} does not exist")
+    out = suite_outputs(args, "upgrade")
     store = EngineStore()
     old, new = store.catalog.resolve(args.old), store.catalog.resolve(args.new)  # both spellings checked first
     for release in (old, new):
