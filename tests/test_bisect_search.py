@@ -78,3 +78,12 @@ def test_answer_that_changes_twice_reports_both():
     types = ["A"] * 3 + ["B"] * 3 + ["C"] * 3
     s = bisect(9, AnswerJudge(lambda i: {"rows": 1, "checksum": "x", "types": [types[i]], "stable": True}))
     assert [(c.last_same, c.first_changed) for c in s.changes] == [(2, 3), (5, 6)]
+
+
+def test_a_query_that_starts_failing_is_an_answer_change():
+    def answer(i: int) -> dict:
+        return {"error": "Unknown function"} if i < 3 else {"rows": 1, "checksum": "x", "types": ["UInt8"]}
+
+    s = bisect(6, AnswerJudge(answer))
+    assert [(c.last_same, c.first_changed) for c in s.changes] == [(2, 3)]
+    assert "error" in s.changes[0].step.detail["summary"]

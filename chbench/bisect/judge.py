@@ -18,7 +18,8 @@ the full threshold a change of exactly the threshold would be called "same" abou
 the time.
 
 **Answers.** Each version's answer is asked once (cached) and compared exactly: row
-count, order-independent checksum and column types (``upgrade/checks.py``).
+count, order-independent checksum and column types (``upgrade/checks.py``); a query that
+starts or stops failing changed its answer, one failing on both is alike.
 """
 
 from __future__ import annotations
@@ -117,17 +118,19 @@ class AnswerJudge:
         from chbench.upgrade.checks import answers_equal
 
         a, b = self.get(old), self.get(new)
-        equal = answers_equal(a, b)
+        if ("error" in a) != ("error" in b):
+            equal: bool | None = False  # a query that starts or stops failing changed its answer
+        elif "error" in a:
+            equal = True  # failing on both: alike
+        else:
+            equal = answers_equal(a, b)
         decision = Decision.SAME if equal is True else Decision.CHANGED if equal is False else Decision.UNKNOWN
-        leaning = Decision.CHANGED if decision is Decision.UNKNOWN and "error" in b and "error" not in a else \
-            decision if decision is not Decision.UNKNOWN else Decision.SAME
+        leaning = decision if decision is not Decision.UNKNOWN else Decision.SAME
         detail = {"answers": {"old": _brief(a), "new": _brief(b)}, "summary": _answer_summary(a, b, equal)}
         return Step(old, new, decision, leaning, detail)
 
     def explains(self, ref: int, k: int, end: int) -> bool | None:
-        from chbench.upgrade.checks import answers_equal
-
-        return answers_equal(self.get(k), self.get(end)) is True
+        return self.compare(k, end).decision is Decision.SAME
 
 
 def _brief(a: dict[str, Any]) -> dict[str, Any]:
