@@ -63,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--out", metavar="FILE", help="results file (default: chbench-bisect-<time>.json)")
     r.add_argument("--engines-from", metavar="DIR",
                    help="a directory of clickhouse binaries (one per version) instead of the chDB catalog "
-                        "(docs/engines.md)")
+                        "(docs/bisect.md)")
     r.add_argument("--installed", action="store_true",
                    help="only the catalog versions installed already (and OLD and NEW): no downloads")
     add_engines_dir(r)

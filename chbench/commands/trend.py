@@ -73,7 +73,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--out", metavar="FILE", help="results file (default: chbench-trend-<time>.json)")
     r.add_argument("--html", metavar="FILE", help="also write the report (a chart per query) here")
     r.add_argument("--yes", action="store_true", help="do not ask before installing and measuring")
-    r.add_argument("--engines-from", metavar="DIR", help="a directory of clickhouse binaries (docs/engines.md)")
+    r.add_argument("--engines-from", metavar="DIR",
+                   help="a directory of clickhouse binaries instead of the chDB catalog (docs/bisect.md)")
     r.add_argument("--installed", action="store_true",
                    help="only the catalog versions installed already (and OLD and NEW): no downloads")
     add_engines_dir(r)
