@@ -39,7 +39,7 @@ def test_compared_pairs_baseline_then_adjacent():
     assert compared_pairs(["A", "B", "C"], baseline=1) == [("B", "A"), ("B", "C")]
 
 
-def _three_sided(tmp_path, slow_c: float = 1.10):
+def _three_sided(tmp_path, slow_c: float = 1.10, iterations: int = 12):
     """Three sides of one workload; C's times ``slow_c`` × A's, 1% noise."""
     rng = random.Random(3)
     factors = {"A": 1.0, "B": 1.0, "C": slow_c}
@@ -52,7 +52,7 @@ def _three_sided(tmp_path, slow_c: float = 1.10):
 
     wl = Workload(queries=[Query(n, f"SELECT '{n}'") for n in ("q1", "q2")], source="test")
     plan = Plan(sides=[SidePlan(sid, target(sid), wl, {}, label=f"side {sid}") for sid in "ABC"], warmup=0,
-                iterations=12, calibration=False, quiet_wait=0.0, probes=False)
+                iterations=iterations, calibration=False, quiet_wait=0.0, probes=False)
     out = tmp_path / "abc.json"
     outcome = run_plan(plan, str(out), Progress())
     assert outcome.exit_code == EXIT_OK
@@ -87,3 +87,16 @@ def test_compare_cli_on_three_sides_exit_1_and_baseline(tmp_path):
     assert {q["verdict"] for q in r.json()["comparisons"][0]["queries"]} == {"faster"}
     bad = run_cli("compare", str(out), "--baseline", "Z")
     assert bad.code == 2 and "--baseline Z" in bad.stderr
+
+
+def test_trend_of_too_few_rounds_says_so_and_writes_strict_json(tmp_path):
+    import json
+
+    from chbench.compare import CompareOptions
+    from chbench.trend.session import add_trend
+
+    out, _ = _three_sided(tmp_path, iterations=3)
+    trend = add_trend(str(out), ["v1", "v2", "v3"], CompareOptions())
+    doc = json.loads(out.read_text())  # strict JSON: no Infinity
+    assert doc["trend"] == json.loads(json.dumps(trend, allow_nan=False))
+    assert trend["steps"] == [] and "a speed step needs at least" in trend["note"]

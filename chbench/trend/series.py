@@ -40,12 +40,18 @@ def trend_object(nway: NWayComparison, versions: list[str]) -> dict[str, Any]:
     out = {"versions": versions, "baseline": versions[nway.baseline], "alpha": nway.alpha, "comparisons": family,
            "queries": queries, "steps": steps}
     need = rounds_for_a_step(nway.alpha / family, len(names))
-    rounds = min((r.paired.pairs for c in nway.comparisons for r in c.doc.queries if r.paired), default=None)
+    rounds = min((_rounds(r) for c in nway.comparisons for r in c.doc.queries if r.paired or (r.a and r.b)),
+                 default=None)
     if rounds is not None and rounds < need:
         out["note"] = (f"some queries have {rounds} paired rounds: with false alarms controlled over {family} "
                        f"adjacent comparisons × {len(names)} queries, a speed step needs at least {need} (the "
                        "signed-rank test's smallest p-value): run adaptive (no --iterations) or with more")
     return out
+
+
+def _rounds(r: Any) -> int:
+    """A query's paired rounds (or, judged unpaired for too few, its fewer runs)."""
+    return int(r.paired.pairs) if r.paired else min(int(r.a.runs), int(r.b.runs))
 
 
 def rounds_for_a_step(alpha: float, queries: int) -> int:
@@ -74,9 +80,16 @@ def _series(name: str, by_pair: dict[tuple[int, int], Comparison], base: int, n:
             out.append({"version": versions[j], "ratio": None, "ci": None, "median_ms": None,
                         "verdict": row.verdict if row is not None else "missing"})
             continue
-        out.append({"version": versions[j], "ratio": row.ratio, "ci": list(row.ci) if row.ci else None,
+        out.append({"version": versions[j], "ratio": row.ratio, "ci": _finite(row.ci),
                     "median_ms": row.b.median if row.b is not None else None, "verdict": row.verdict})
     return out
+
+
+def _finite(ci: tuple[float, float] | None) -> list[float] | None:
+    """An interval as the file keeps it: None where it is unbounded (too few rounds)."""
+    import math
+
+    return [float(ci[0]), float(ci[1])] if ci and all(math.isfinite(x) and x > 0 for x in ci) else None
 
 
 def _row(cmp: Comparison, name: str) -> Any:
@@ -91,7 +104,7 @@ def _steps(cmp: Comparison, old: str, new: str, flipped: bool) -> list[dict[str,
         head = {"query": r.name, "from": old, "to": new}
         verdict = r.speed_verdict or r.verdict
         if verdict in (SLOWER, FASTER) and r.ratio is not None:
-            ratio, ci = (r.ratio, list(r.ci) if r.ci else None)
+            ratio, ci = r.ratio, _finite(r.ci)
             if flipped:  # measured new → old: turned around
                 ratio, ci = 1 / ratio, [1 / ci[1], 1 / ci[0]] if ci else None
                 verdict = FASTER if verdict == SLOWER else SLOWER
