@@ -87,7 +87,6 @@ class Search:
     steps: list[Step] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
     found: bool = False  # OLD and NEW differ
-    notes: list[str] = field(default_factory=list)
 
 
 def bisect(n: int, judge: Judge) -> Search:

@@ -115,7 +115,7 @@ def _keep(doc: BisectDocument, measurer: Measurer, search: Search | None, writer
 def summarize(s: Search, versions: list[str]) -> dict[str, Any]:
     """The ``bisect`` object's findings (the contract's keys)."""
     first = s.changes[0] if s.changes else None
-    notes = list(s.notes)
+    notes: list[str] = []
     for c in s.changes:
         if not c.confirmed:
             notes.append(f"no single step at {versions[c.last_same]} → {versions[c.first_changed]}: the two adjacent "

@@ -224,3 +224,15 @@ def suite_outputs(args: argparse.Namespace, kind: str) -> str:
     if args.html and not Path(args.html).resolve().parent.is_dir():
         raise UsageError(f"cannot write {args.html}: directory {Path(args.html).resolve().parent} does not exist")
     return out
+
+
+def add_suite(w: argparse._ArgumentGroup, each: str) -> None:
+    """What ``upgrade`` and ``trend`` run: a suite, your queries or performance tests, and
+    the set-up that builds your data on ``each`` side or version."""
+    w.add_argument("--suite", choices=["builtin", "clickbench"], default="builtin",
+                   help="built-in suite (default) or ClickBench's 43 queries on a synthetic hits table")
+    w.add_argument("--queries", metavar="FILE", help="your own queries instead of a suite")
+    add_tests(w)
+    w.add_argument("--setup", metavar="FILE", help=f"statements that build your data (run on each {each}, untimed)")
+    w.add_argument("--rows", type=positive_int, default=1_000_000, help="--suite clickbench: hits rows (default 1M)")
+    w.add_argument("--scale", type=positive_float, default=1.0, help="built-in suite: multiply its row counts")

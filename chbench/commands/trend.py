@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from chbench.commands.args import (
     add_quiet,
     add_statistics,
-    add_tests,
+    add_suite,
     add_verbose,
     non_negative_int,
     percent,
@@ -54,12 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--versions", metavar="V1,V2,…", help="these versions, in this order")
     p.add_argument("--targets", nargs="+", metavar="T", help="any targets instead of versions (URLs, embedded@…)")
     w = p.add_argument_group("what is run")
-    w.add_argument("--suite", choices=["builtin", "clickbench"], default="builtin")
-    w.add_argument("--queries", metavar="FILE", help="your own queries instead of a suite")
-    add_tests(w)
-    w.add_argument("--setup", metavar="FILE", help="statements that build your data (on each version, untimed)")
-    w.add_argument("--rows", type=positive_int, default=1_000_000, help="--suite clickbench: hits rows")
-    w.add_argument("--scale", type=positive_float, default=1.0, help="built-in suite: multiply its row counts")
+    add_suite(w, "version")
     r = p.add_argument_group("how it is run")
     r.add_argument("--iterations", type=positive_int, help="rounds per query (default: adaptive)")
     r.add_argument("--precision", type=percent, default=0.02,

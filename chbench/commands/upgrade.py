@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from chbench.commands.args import (
     add_quiet,
     add_statistics,
-    add_tests,
+    add_suite,
     add_verbose,
     non_negative_int,
     positive_float,
@@ -48,13 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("old", metavar="OLD", help="the version upgraded from: 24.8, 24.8.4.1 or latest")
     p.add_argument("new", metavar="NEW", help="the version upgraded to")
     w = p.add_argument_group("what is run")
-    w.add_argument("--suite", choices=["builtin", "clickbench"], default="builtin",
-                   help="built-in suite (default) or ClickBench's 43 queries on a synthetic hits table")
-    w.add_argument("--queries", metavar="FILE", help="your own queries instead of a suite")
-    add_tests(w)
-    w.add_argument("--setup", metavar="FILE", help="statements that build your data (run on each side, untimed)")
-    w.add_argument("--rows", type=positive_int, default=1_000_000, help="--suite clickbench: hits rows (default 1M)")
-    w.add_argument("--scale", type=positive_float, default=1.0, help="built-in suite: multiply its row counts")
+    add_suite(w, "side")
     r = p.add_argument_group("how it is run")
     r.add_argument("--iterations", type=positive_int, help="runs per query and side (default: adaptive)")
     r.add_argument("--warmup", type=non_negative_int, default=1)

@@ -32,11 +32,11 @@ class TrendPlan:
 
 def cost(versions: list[str], catalog_versions: bool, queries: int, budget_s: float) -> dict[str, Any]:
     """Disk to install (catalog versions not installed yet) and the measuring's time bound."""
+    from chbench.engines.store import EngineStore, engines_dir
+
     missing: list[str] = []
     disk = 0
     if catalog_versions:
-        from chbench.engines.store import EngineStore
-
         store = EngineStore()
         for v in versions:
             release = store.catalog.resolve(v)
@@ -44,13 +44,7 @@ def cost(versions: list[str], catalog_versions: bool, queries: int, budget_s: fl
                 missing.append(release.clickhouse)
                 disk += int(release.installed_bytes or 0)
     return {"install": missing, "install_bytes": disk, "queries": queries, "time_bound_s": queries * budget_s,
-            "where": str(_engines_dir()) if catalog_versions else None}
-
-
-def _engines_dir() -> Any:
-    from chbench.engines.store import engines_dir
-
-    return engines_dir()
+            "where": str(engines_dir()) if catalog_versions else None}
 
 
 def describe_cost(c: dict[str, Any]) -> str:
