@@ -377,3 +377,51 @@ def trend_overview(name: str, versions: list[str], queries: list[dict[str, Any]]
     fig.suptitle(f"every query: time against {versions[0]} (1 = the same)", fontsize=8)
     fig.tight_layout()
     return to_svg(fig, name)
+
+
+_KIND_COLORS = {"regression": "#d62728", "improvement": "#2ca02c", "trend": "#e6a700"}
+
+
+def history_series(name: str, query: str, medians: list[float], cis: list[list[float]],
+                   changes: list[tuple[int, str]], hover: list[str]) -> str:
+    """One query's stored runs: each run's median with its 95% interval, a line where a
+    change starts; hovering a point shows the run (time, id, version, labels)."""
+    fig, ax = plt.subplots(figsize=(7.0, 2.6))
+    xs = list(range(len(medians)))
+    ax.plot(xs, medians, "-", color="#1f77b4", lw=0.8, alpha=0.6)
+    for i, (m, ci) in enumerate(zip(medians, cis, strict=True)):
+        ax.plot([i, i], ci, color="#1f77b4", lw=0.8, alpha=0.7)
+        ax.plot([i], [m], "o", color="#1f77b4", ms=3, gid=f"run{i}")
+    for i, kind in changes:
+        ax.axvline(i - 0.5, color=_KIND_COLORS.get(kind, "#333"), lw=1.2, alpha=0.9)
+    ax.set_ylabel("median (ms)")
+    ax.set_xlabel("run")
+    ax.set_title(f"{_short(query, 50)}: each run's median, bars: 95% interval; lines: changes")
+    svg = to_svg(fig, name)
+    prefix = re.sub(r"[^A-Za-z0-9]", "_", name)
+    for i, text in enumerate(hover):  # an SVG <title> is the browser's tooltip
+        safe = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        svg = svg.replace(f'<g id="{prefix}_run{i}">', f'<g id="{prefix}_run{i}"><title>run {i}: {safe}</title>', 1)
+    return svg
+
+
+def history_overview(name: str, series: list[tuple[str, list[float], list[int]]]) -> str:
+    """Small multiples: every query's medians over its runs, changes marked (the queries
+    with the most recent change first)."""
+    n = max(1, len(series))
+    cols = min(4, n)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(1.9 * cols, 1.4 * rows), squeeze=False)
+    for k, ax in enumerate(axes.flat):
+        if k >= n:
+            ax.set_visible(False)
+            continue
+        q, med, marks = series[k]
+        ax.plot(range(len(med)), med, "-", color="#1f77b4", lw=0.8)
+        for i in marks:
+            ax.axvline(i - 0.5, color="#d62728", lw=0.9)
+        ax.set_title(_short(q, 24), fontsize=7)
+        ax.tick_params(labelsize=5)
+    fig.suptitle("every query: median per run (lines: changes)", fontsize=8)
+    fig.tight_layout()
+    return to_svg(fig, name)

@@ -1,0 +1,238 @@
+"""``chbench history``: every run kept in a store, change points across the series, a CI
+gate and a report (chbench/history, docs/history.md)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import re
+import sys
+import time
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from chbench.commands.args import Parser, add_format, percent
+from chbench.errors import EXIT_FINDING, EXIT_OK, UsageError
+
+if TYPE_CHECKING:
+    from chbench.history.store import Store
+
+NAME = "history"
+HELP = "keep every run in a store; find where each query's series changed (a CI gate)"
+DESCRIPTION = ("Add results files to a store of runs (a local SQLite file by default, or a ClickHouse table a team "
+               "shares), find per query where its level changed — each change confirmed on the raw samples "
+               "before and after — and report the changes new since the last check.")
+EPILOG = """\
+examples:
+  chbench history add nightly.json --label branch=main --label commit=$SHA
+  chbench run --out nightly.json --history --label branch=main        add when the run ends
+  chbench history check                             changes in every series; exit 1 on a new regression
+  chbench history check --format json --label branch=main
+  chbench history list ; chbench history show aggregation
+  chbench history export --format csv > runs.csv
+  chbench history report --html history.html
+  chbench history check --store http://ch:8123/perf   a ClickHouse store (password: CLICKHOUSE_PASSWORD)
+
+the local store is $XDG_DATA_HOME/chbench/history.sqlite (default ~/.local/share/chbench/) unless --store says
+otherwise (a file or directory).
+exit codes: 0 no new regression; 1 a new regression (check); 2 bad input; 3 the store could not be reached
+"""
+
+
+def _store_args(p: argparse.ArgumentParser, filters: bool = True) -> None:
+    p.add_argument("--store", metavar="URL", help="a path (SQLite file or directory), http(s)://host:8123/db or "
+                   "clickhouse(s)://host:9000/db (default: the local store)")
+    p.add_argument("--store-password-file", metavar="FILE",
+                   help="the ClickHouse store's password (else CLICKHOUSE_PASSWORD)")
+    p.add_argument("--store-ca-file", metavar="FILE", help="CA bundle for the ClickHouse store's TLS")
+    if filters:
+        p.add_argument("--label", action="append", default=[], type=label, metavar="KEY=VALUE",
+                       help="only runs with this label (repeatable)")
+        p.add_argument("--since", type=since, metavar="WHEN",
+                       help="from this time: 2026-11-01, an ISO time, or 7d / 24h ago")
+
+
+def label(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def since(text: str) -> float:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([dhw])", text.strip())
+    if m:
+        return time.time() - float(m.group(1)) * {"h": 3600, "d": 86400, "w": 604800}[m.group(2)]
+    try:
+        return datetime.fromisoformat(text.strip()).astimezone().timestamp()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date, an ISO time or 7d / 24h, got {text!r}") from None
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser, required=True)
+    a = sub.add_parser("add", help="add results files (chbench run's) to the store")
+    a.add_argument("files", nargs="+", metavar="RESULTS.json")
+    a.add_argument("--label", action="append", default=[], type=label, metavar="KEY=VALUE",
+                   help="labels for these runs: branch, commit, host, anything (repeatable)")
+    a.add_argument("--side", metavar="ID|LABEL", help="which side of a file of several (default: its only side)")
+    _store_args(a, filters=False)
+    c = sub.add_parser("check", help="find changes in every series; exit 1 on a new regression")
+    _store_args(c)
+    c.add_argument("--threshold", type=percent, default=0.02, help="least change reported (default 2%%)")
+    c.add_argument("--alpha", type=float, default=0.05, help="significance of each change's confirmation")
+    c.add_argument("--no-record", action="store_true", help="do not remember what this check reported "
+                   "(the next check then calls the same changes new)")
+    add_format(c, ["console", "json"])
+    c.add_argument("--html", metavar="FILE", help="also write the report here")
+    lst = sub.add_parser("list", help="the stored runs")
+    _store_args(lst)
+    add_format(lst, ["console", "json"])
+    s = sub.add_parser("show", help="one query's series, run by run")
+    s.add_argument("query", metavar="QUERY")
+    _store_args(s)
+    add_format(s, ["console", "json"])
+    e = sub.add_parser("export", help="every stored run as JSON or CSV")
+    _store_args(e)
+    add_format(e, ["json", "csv"], default="json")
+    r = sub.add_parser("report", help="an HTML page: every series, its changes, an overview")
+    _store_args(r)
+    r.add_argument("--html", required=True, metavar="FILE")
+    r.add_argument("--threshold", type=percent, default=0.02, help="least change shown (default 2%%)")
+
+
+def open_from(args: argparse.Namespace) -> Store:
+    from chbench.files import read_user_file
+    from chbench.history.store import open_store
+
+    password = None
+    if getattr(args, "store_password_file", None):
+        password = read_user_file(args.store_password_file, "password file").decode("utf-8", "replace").rstrip("\r\n")
+    elif os.environ.get("CLICKHOUSE_PASSWORD") is not None:
+        password = os.environ["CLICKHOUSE_PASSWORD"]
+    return open_store(getattr(args, "store", None), password=password, ca_file=getattr(args, "store_ca_file", None))
+
+
+def add_files(files: list[str], labels: dict[str, str], store: Store, side: str | None = None) -> list[str]:
+    """Add results files to a store; the ids of the runs that were new."""
+    from chbench.history.record import runs_from_file
+
+    runs = [r for f in files for r in runs_from_file(f, labels, side)]
+    return store.add(runs)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "add":
+        for f in args.files:
+            if not os.path.isfile(f):
+                raise UsageError(f"{f}: no such file")
+    store = open_from(args)
+    try:
+        return ACTIONS[args.action](args, store)
+    finally:
+        store.close()
+
+
+def _add(args: argparse.Namespace, store: Store) -> int:
+    added = add_files(args.files, dict(args.label), store, args.side)
+    skipped = len(args.files) - len(added)
+    sys.stderr.write(f"chbench: {len(added)} run(s) added to {store.location}"
+                     + (f" ({skipped} stored already)" if skipped else "") + "\n")
+    return EXIT_OK
+
+
+def _check(args: argparse.Namespace, store: Store) -> int:
+    from chbench.history.check import CheckOptions, check
+
+    runs = store.runs(labels=dict(args.label))
+    result = check(runs, store.reported(), CheckOptions(threshold=args.threshold, alpha=args.alpha, since=args.since))
+    if not args.no_record:
+        store.record_reported([c.reported() for c in result.changes if c.new])
+    if args.format == "json":
+        sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
+    else:
+        from chbench.report.history import check_text
+
+        sys.stdout.write(check_text(result, store.location))
+    if args.html:
+        _write_html(args.html, runs, result)
+    return EXIT_FINDING if result.new_regressions else EXIT_OK
+
+
+def _write_html(path: str, runs: list[Any], result: Any) -> None:
+    from chbench.report.history import history_html
+    from chbench.results.store import write_text_atomic
+
+    write_text_atomic(path, history_html(runs, result))
+    sys.stderr.write(f"chbench: report written to {path}\n")
+
+
+def _list(args: argparse.Namespace, store: Store) -> int:
+    runs = store.runs(since=args.since, labels=dict(args.label), samples=False)
+    if args.format == "json":
+        sys.stdout.write(json.dumps({"runs": [_entry(r, samples=False) for r in runs]}, indent=2) + "\n")
+        return EXIT_OK
+    from chbench.report.history import list_text
+
+    sys.stdout.write(list_text(runs, store.location))
+    return EXIT_OK
+
+
+def _show(args: argparse.Namespace, store: Store) -> int:
+    from chbench.history.check import CheckOptions, check
+
+    runs = store.runs(since=args.since, labels=dict(args.label))
+    if not any(q.name == args.query for r in runs for q in r.queries):
+        names = sorted({q.name for r in runs for q in r.queries})
+        raise UsageError(f"no query named {args.query!r} in the store ({', '.join(names[:8]) or 'no runs'} …)")
+    result = check(runs, store.reported(), CheckOptions())
+    from chbench.report.history import show_json, show_text
+
+    if args.format == "json":
+        sys.stdout.write(json.dumps(show_json(args.query, runs, result), indent=2) + "\n")
+    else:
+        sys.stdout.write(show_text(args.query, runs, result))
+    return EXIT_OK
+
+
+def _entry(run: Any, samples: bool = True) -> dict[str, Any]:
+    d: dict[str, Any] = run.to_json()
+    if not samples:
+        d["queries"] = [{"name": q.name, "key": q.key, "median_ms": q.median_ms, "errors": q.errors}
+                        for q in run.queries]
+    return d
+
+
+def _export(args: argparse.Namespace, store: Store) -> int:
+    runs = store.runs(since=args.since, labels=dict(args.label))
+    if args.format == "json":
+        json.dump({"runs": [_entry(r) for r in runs]}, sys.stdout, separators=(",", ":"))
+        sys.stdout.write("\n")
+        return EXIT_OK
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["run_id", "started_at", "labels", "server_version", "host", "query", "key", "median_ms", "runs",
+                "errors", "client_ms"])
+    for r in runs:
+        for q in r.queries:
+            w.writerow([r.run_id, r.to_json()["started"], json.dumps(r.labels, sort_keys=True),
+                        r.target.get("server_version") or "", r.baseline[0], q.name, q.key,
+                        "" if q.median_ms is None else f"{q.median_ms:.4f}", len(q.client_ms), q.errors,
+                        " ".join(f"{t:.4f}" for t in q.client_ms)])
+    sys.stdout.write(buf.getvalue())
+    return EXIT_OK
+
+
+def _report(args: argparse.Namespace, store: Store) -> int:
+    from chbench.history.check import CheckOptions, check
+
+    runs = store.runs(since=args.since, labels=dict(args.label))
+    result = check(runs, store.reported(), CheckOptions(threshold=args.threshold))
+    _write_html(args.html, runs, result)
+    return EXIT_OK
+
+
+ACTIONS = {"add": _add, "check": _check, "list": _list, "show": _show, "export": _export, "report": _report}

@@ -1,0 +1,299 @@
+"""``history check``: every series' changes, each confirmed on the raw samples, and which
+of them are new since the last check (docs/history.md).
+
+A candidate step (``detect.py``) is confirmed the way ``chbench compare`` judges two sets
+of separate runs (docs/statistics.md): the runs before it (up to ``CONFIRM_RUNS``, its own
+segment, spikes left out) as side A, those after as side B, every sample with its run's
+machine factor taken out, each run a session — so the interval carries the spread
+between runs, measured, with Student's t — and the Mann–Whitney test. It stands when
+that interval excludes 1 on the candidate's side, the test's p < alpha and the ratio is
+beyond the threshold. A creep is confirmed the same way, its first third against its
+last third.
+
+A change is *new* unless an earlier check reported one of the same series and kind
+within ``SAME_CHANGE`` runs of it (a change's place can move by a run as runs are added).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from chbench.history.detect import Z_DETECT, Detection, detect
+from chbench.history.record import HistoryRun, iso
+from chbench.history.series import SUITE, Series, Table, build
+from chbench.history.store import Reported
+from chbench.stats.compare import BETWEEN_RUN_FACTOR, Options, SideData, compare_queries
+
+CONFIRM_RUNS = 20
+SAME_CHANGE = 3
+REGRESSION, IMPROVEMENT, TREND = "regression", "improvement", "trend"
+
+
+@dataclass
+class Change:
+    query: str
+    key: str
+    index: int  # in the query's series: the first run at the new level (a trend: its first run)
+    run_id: str
+    started_at: float
+    ratio: float
+    ci: tuple[float, float]
+    kind: str
+    new: bool = True
+    p_value: float | None = None
+    direction: str = ""  # slower | faster
+    rate_per_week: float | None = None  # a trend's
+    before: tuple[str, str] | None = None  # the runs compared: the last before and the first after
+    runs: tuple[int, int] = (0, 0)  # how many runs each side of the confirmation had
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"query": self.query, "index": self.index, "run_id": self.run_id, "ratio": _r(self.ratio),
+                               "ci": [_r(self.ci[0]), _r(self.ci[1])], "kind": self.kind, "new": self.new,
+                               "direction": self.direction, "started_at": iso(self.started_at), "key": self.key,
+                               "p_value": None if self.p_value is None else float(f"{self.p_value:.3g}"),
+                               "runs_compared": list(self.runs)}
+        if self.rate_per_week is not None:
+            out["rate_per_week"] = _r(self.rate_per_week)
+        if self.before is not None:
+            out["compared"] = {"last_before": self.before[0], "first_after": self.before[1]}
+        if self.notes:
+            out["notes"] = self.notes
+        return out
+
+    def reported(self) -> Reported:
+        return Reported(self.query, self.key, self.run_id, self.kind, self.ratio, time.time())
+
+
+@dataclass
+class SeriesSummary:
+    query: str
+    key: str
+    runs: int
+    noise: float  # run-to-run sd (relative), the machine's factor taken out
+    spikes: list[int]
+    pending: bool
+    too_short: bool
+    unconfirmed: int  # candidates the raw samples did not confirm
+    last_ms: float | None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"query": self.query, "key": self.key, "runs": self.runs, "noise": _r(self.noise),
+                "spikes": self.spikes, "pending": self.pending, "too_short": self.too_short,
+                "unconfirmed": self.unconfirmed, "last_ms": None if self.last_ms is None else round(self.last_ms, 3),
+                **({"notes": self.notes} if self.notes else {})}
+
+
+@dataclass
+class CheckResult:
+    changes: list[Change]
+    series: list[SeriesSummary]
+    runs: int
+    notes: list[str]
+
+    @property
+    def new_regressions(self) -> list[Change]:
+        return [c for c in self.changes if c.new and c.kind == REGRESSION]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"changes": [c.to_json() for c in self.changes], "runs": self.runs,
+                "series": [s.to_json() for s in self.series], "notes": self.notes}
+
+
+@dataclass
+class CheckOptions:
+    threshold: float = 0.02  # the least change reported
+    alpha: float = 0.05  # of the confirmation
+    z_detect: float = Z_DETECT
+    since: float | None = None  # report changes from runs started at or after this
+
+
+def _r(v: float) -> float:
+    return float(f"{v:.4g}") if math.isfinite(v) else v
+
+
+def check(runs: list[HistoryRun], reported: list[Reported], opts: CheckOptions | None = None) -> CheckResult:
+    """Every series' confirmed changes, oldest first, each marked new or not."""
+    opts = opts or CheckOptions()
+    table = build(runs)
+    notes = [f"new baseline from run {runs[i].run_id} ({what}): levels before and after are not compared"
+             for i, what in table.baselines]
+    if not table.factored and runs:
+        notes.append("fewer than 4 queries per run: the machine's factor of each run is not taken out")
+    changes: list[Change] = []
+    summaries: list[SeriesSummary] = []
+    for s in table.series:
+        found, summary = _series_changes(s, opts)
+        changes += found
+        summaries.append(summary)
+    if table.factored:
+        suite, _ = _series_changes(table.suite, opts, suite=True)
+        changes += _unexplained(suite, table, notes)
+    _mark_new(changes, table, reported)
+    if opts.since is not None:
+        changes = [c for c in changes if c.started_at >= opts.since]
+    changes.sort(key=lambda c: (c.started_at, c.query))
+    return CheckResult(changes, summaries, len(runs), notes)
+
+
+def _series_changes(s: Series, opts: CheckOptions, suite: bool = False) -> tuple[list[Change], SeriesSummary]:
+    found: list[Change] = []
+    spikes: list[int] = []
+    pending, too_short, unconfirmed, sigma = False, True, 0, 0.0
+    for start, end in s.segments():
+        pts = s.points[start:end]
+        y = np.array([p.y for p in pts])
+        days = np.array([p.run.started_at / 86400.0 for p in pts])
+        det = detect(y, days, opts.z_detect, opts.threshold)
+        sigma = det.sigma
+        too_short = too_short and det.too_short
+        spikes += [start + i for i in det.spikes]
+        pending = det.pending is not None and end == len(s.points)
+        for ch in _confirmed(s, start, det, opts, suite):
+            if ch is None:
+                unconfirmed += 1
+            else:
+                found.append(ch)
+    last = s.points[-1].query.median_ms if s.points and s.points[-1].query else None
+    notes = [f"{s.failed_runs} runs without a successful sample: not in the series"] if s.failed_runs else []
+    return found, SeriesSummary(s.name, s.key, len(s.points), math.expm1(sigma), spikes, pending, too_short,
+                                unconfirmed, last, notes)
+
+
+def _confirmed(s: Series, base: int, det: Detection, opts: CheckOptions, suite: bool) -> list[Change | None]:
+    """Each candidate of one segment, confirmed (a Change) or not (None)."""
+    out: list[Change | None] = []
+    skip = set(det.spikes) | ({det.pending} if det.pending is not None else set())
+    steps = det.steps
+    if det.trend is not None:  # the steps the creep explains are part of it
+        steps = [st for st in steps if st.index < det.trend.start]
+    for st in steps:
+        before = [i for i in range(max(st.left, st.index - CONFIRM_RUNS), st.index) if i not in skip]
+        after = [i for i in range(st.index, min(st.right, st.index + CONFIRM_RUNS)) if i not in skip]
+        ch = _compare(s, base, before, after, st.index, opts, suite)
+        if ch is not None and np.sign(math.log(ch.ratio)) != np.sign(st.log_size):
+            ch = None
+        out.append(ch)
+    tr = det.trend
+    if tr is not None:
+        idx = [i for i in range(tr.start, tr.end) if i not in skip]
+        third = max(2, len(idx) // 3)
+        ch = _compare(s, base, idx[:third], idx[-third:], tr.start, opts, suite)
+        if ch is not None and np.sign(math.log(ch.ratio)) == np.sign(tr.log_per_day):
+            ch.kind, ch.rate_per_week = TREND, tr.per_week
+            span = s.points[base + tr.end - 1].run.started_at - s.points[base + tr.start].run.started_at
+            ch.notes.append(f"{tr.per_week:+.2%} per week over {tr.end - tr.start} runs ({span / 86400:.1f} days); "
+                            f"99.9% interval {math.expm1(7 * tr.lo_per_day):+.2%} … "
+                            f"{math.expm1(7 * tr.hi_per_day):+.2%} per week")
+            out.append(ch)
+        else:
+            out.append(None)
+    return out
+
+
+def _samples(s: Series, base: int, idx: list[int]) -> SideData:
+    """The runs' raw samples as one side, each run a session, its machine factor taken out."""
+    d = SideData()
+    for i in idx:
+        p = s.points[base + i]
+        if p.query is None:  # the suite's series: the factor is the sample
+            times = [math.exp(p.log_median)]
+        else:
+            scale = math.exp(-p.factor)
+            times = [t * scale for t in p.query.client_ms]
+        d.sessions.append(times)
+        d.times += times
+        d.client_times += times
+        d.keys += [(len(d.sessions) - 1, r) for r in range(len(times))]
+    return d
+
+
+def _compare(s: Series, base: int, before: list[int], after: list[int], index: int, opts: CheckOptions,
+             suite: bool) -> Change | None:
+    if len(before) < 2 or len(after) < 2:
+        return None
+    a, b = _samples(s, base, before), _samples(s, base, after)
+    if suite:  # one number per run: a t interval over the runs
+        ratio, lo, hi, p = _t_interval(np.log(a.times), np.log(b.times))
+    else:
+        res = compare_queries([s.name], {s.name: a}, {s.name: b},
+                              Options(threshold=opts.threshold, alpha=opts.alpha, between_run=BETWEEN_RUN_FACTOR,
+                                      min_runs=3))
+        row = res.queries[0]
+        if row.ratio is None or row.ci is None:
+            return None
+        ratio, (lo, hi), p = float(row.ratio), row.ci, float(row.p_value if row.p_value is not None else 1.0)
+    significant = (lo > 1 or hi < 1) and p < opts.alpha and abs(math.log(ratio)) >= math.log1p(opts.threshold)
+    if not significant:
+        return None
+    first = s.points[base + index]
+    return Change(query=s.name, key=s.key, index=base + index, run_id=first.run.run_id,
+                  started_at=first.run.started_at, ratio=ratio, ci=(float(lo), float(hi)),
+                  kind=REGRESSION if ratio > 1 else IMPROVEMENT, p_value=p,
+                  direction="slower" if ratio > 1 else "faster",
+                  before=(s.points[base + before[-1]].run.run_id, first.run.run_id), runs=(len(before), len(after)))
+
+
+def _t_interval(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, float]:
+    from scipy import stats as sps
+
+    d = float(b.mean() - a.mean())
+    df = len(a) + len(b) - 2
+    sd = math.sqrt((float(np.sum((a - a.mean()) ** 2)) + float(np.sum((b - b.mean()) ** 2))) / max(1, df))
+    se = max(sd, 1e-9) * math.sqrt(1 / len(a) + 1 / len(b))
+    half = float(sps.t.ppf(0.975, df)) * se
+    p = float(2 * sps.t.sf(abs(d) / se, df))
+    return math.exp(d), math.exp(d - half), math.exp(d + half), p
+
+
+def _unexplained(suite: list[Change], table: Table, notes: list[str]) -> list[Change]:
+    """Steps of the whole suite the machine's own reference (the calibration query, else the
+    reference task) did not share: the suite's. The rest were the machine: a note each."""
+    out = []
+    ref = [_reference(p.run) for p in table.suite.points]
+    for ch in suite:
+        i = next(k for k, p in enumerate(table.suite.points) if p.run.run_id == ch.run_id)
+        a = [r for r in ref[max(0, i - CONFIRM_RUNS):i] if r is not None]
+        b = [r for r in ref[i:i + CONFIRM_RUNS] if r is not None]
+        moved = math.exp(float(np.median(b)) - float(np.median(a))) if len(a) >= 2 and len(b) >= 2 else None
+        step = math.log(ch.ratio)
+        if moved is None:
+            notes.append(f"every query moved {ch.ratio - 1:+.1%} from run {ch.run_id}; the runs carry no reference "
+                         "of the machine's speed (calibration query) to tell the machine from the suite: not reported")
+            continue
+        if math.log(moved) * step > 0 and abs(math.log(moved)) >= abs(step) / 2:
+            notes.append(f"every query moved {ch.ratio - 1:+.1%} from run {ch.run_id} and so did the machine's "
+                         f"reference ({moved - 1:+.1%}): the machine, not reported")
+            continue
+        ch.notes.append(f"every query moved together; the machine's reference moved {moved - 1:+.1%}")
+        out.append(ch)
+    return out
+
+
+def _reference(run: HistoryRun) -> float | None:
+    v = run.machine.get("calibration_ms") or run.machine.get("reference_ms")
+    return math.log(float(v)) if v else None
+
+
+def _mark_new(changes: list[Change], table: Table, reported: list[Reported]) -> None:
+    where: dict[tuple[str, str], dict[str, int]] = {}
+    for s in [*table.series, table.suite]:
+        where[(s.name, s.key)] = {p.run.run_id: i for i, p in enumerate(s.points)}
+    for c in changes:
+        pos = where.get((c.query, c.key), {})
+        for r in reported:
+            if r.query != c.query or r.key != c.key or r.kind != c.kind:
+                continue
+            j = pos.get(r.run_id)
+            if r.run_id == c.run_id or (j is not None and abs(j - c.index) <= SAME_CHANGE):
+                c.new = False
+                break
+
+
+__all__ = ["SUITE", "CheckOptions", "CheckResult", "Change", "check"]

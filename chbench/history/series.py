@@ -1,0 +1,122 @@
+"""From stored runs to series: one per query (name + SQL hash), in run order, with the
+machine's factor of each run taken out (docs/history.md, "The machine's factor").
+
+Measured here (30 separate runs of a six-query suite, 2026-12-02): a query's median moved
+6–13% (sd) from run to run, and 80–93% of that was shared by every query of the run —
+the machine was faster or slower as a whole for minutes at a time (one stretch of six
+runs +17%). Taken out, what is left of a query's own run-to-run noise was 2–5%. So each
+run gets a factor: the median over its queries of how far each lies from its own level
+(a median polish of the query × run table, per machine baseline), and a query's series
+is its log medians minus the factors. A run with fewer than ``MIN_QUERIES`` queries gets
+no factor. The factors form a series of their own: a step there that the machine's own
+reference (the calibration query) does not share is a change of the whole suite.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from chbench.history.record import HistoryRun, QueryRecord
+
+MIN_QUERIES = 4
+SUITE = "(all queries)"  # the name of the factors' own series
+
+
+@dataclass
+class Point:
+    run: HistoryRun
+    query: QueryRecord | None  # None in the suite's series
+    log_median: float  # as measured
+    factor: float  # the run's machine factor (log), taken out of y
+    segment: int  # which machine baseline
+
+    @property
+    def y(self) -> float:
+        return self.log_median - self.factor
+
+
+@dataclass
+class Series:
+    name: str
+    key: str
+    points: list[Point] = field(default_factory=list)
+    failed_runs: int = 0  # runs that had the query but no successful sample
+
+    def segments(self) -> list[tuple[int, int]]:
+        """[start, end) of each machine baseline in this series."""
+        out: list[tuple[int, int]] = []
+        for i, p in enumerate(self.points):
+            if i == 0 or p.segment != self.points[i - 1].segment:
+                out.append((i, i + 1))
+            else:
+                out[-1] = (out[-1][0], i + 1)
+        return out
+
+
+@dataclass
+class Table:
+    series: list[Series]
+    suite: Series  # the machine factors as a series (log_median = the factor, factor 0)
+    baselines: list[tuple[int, str]]  # (run position, what changed) where a new baseline starts
+    factored: bool  # whether factors were taken out (enough queries per run)
+
+
+def build(runs: list[HistoryRun]) -> Table:
+    """Every query's series over ``runs`` (oldest first)."""
+    seg_of: list[int] = []
+    baselines: list[tuple[int, str]] = []
+    for i, run in enumerate(runs):
+        if i and run.baseline != runs[i - 1].baseline:
+            was, now = runs[i - 1].baseline, run.baseline
+            what = f"host {was[0]} → {now[0]}" if was[0] != now[0] else f"CPU {was[1]} → {now[1]}"
+            baselines.append((i, what))
+        seg_of.append(len(baselines))
+    keys: dict[tuple[str, str], int] = {}
+    for run in runs:
+        for q in run.queries:
+            keys.setdefault((q.name, q.key), len(keys))
+    m = np.full((len(keys), len(runs)), np.nan)
+    failed = np.zeros(len(keys), dtype=int)
+    for j, run in enumerate(runs):
+        for q in run.queries:
+            med = q.median_ms
+            if med is not None and med > 0:
+                m[keys[(q.name, q.key)], j] = math.log(med)
+            else:
+                failed[keys[(q.name, q.key)]] += 1
+    factors = np.zeros(len(runs))
+    for s in set(seg_of):
+        cols = np.array([j for j, g in enumerate(seg_of) if g == s])
+        factors[cols] = _polish(m[:, cols])
+    factored = bool(np.any(factors != 0))
+    series = [Series(name, key, failed_runs=int(failed[i])) for (name, key), i in keys.items()]
+    for (name, key), i in keys.items():
+        for j, run in enumerate(runs):
+            if not np.isnan(m[i, j]):
+                q = next(q for q in run.queries if q.name == name and q.key == key)
+                series[i].points.append(Point(run, q, float(m[i, j]), float(factors[j]), seg_of[j]))
+    suite = Series(SUITE, "", [Point(run, None, float(factors[j]), 0.0, seg_of[j]) for j, run in enumerate(runs)
+                               if factored])
+    return Table(series, suite, baselines, factored)
+
+
+def _polish(m: np.ndarray, rounds: int = 4) -> np.ndarray:
+    """Each run's factor (a column): median polish of the query × run table, the factor of a
+    run with fewer than MIN_QUERIES queries 0."""
+    enough = np.sum(~np.isnan(m), axis=0) >= MIN_QUERIES
+    c = np.zeros(m.shape[1])
+    if m.shape[0] < MIN_QUERIES or not np.any(enough):
+        return c
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows of queries in no run here
+            for _ in range(rounds):
+                level = np.nanmedian(m - c[None, :], axis=1)
+                c = np.where(enough, np.nanmedian(m - level[:, None], axis=0), 0.0)
+                c = np.nan_to_num(c - np.median(c[enough]))
+    return c

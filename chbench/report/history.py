@@ -1,0 +1,133 @@
+"""What ``chbench history`` prints and draws: the changes a check found, the stored runs,
+one query's series, and the HTML report (an overview of every series, the recent changes
+first, then a chart per query: each run's median with its interval, changes marked, the
+run's labels on hover)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from chbench.export.sections import Block, Charts, Column, Details, Report, Section, Table, Text
+from chbench.history.check import CheckResult
+from chbench.history.record import HistoryRun, iso
+from chbench.report.charts import chart, key
+from chbench.stats.summary import median_ci
+
+
+def _pct(ratio: float) -> str:
+    return f"{ratio - 1:+.1%}"
+
+
+def _change_line(c: Any) -> str:
+    text = f"{c.query}: {_pct(c.ratio)} [{_pct(c.ci[0])}, {_pct(c.ci[1])}] from run {c.index} ({c.run_id}, " \
+           f"{iso(c.started_at)[:16]})"
+    if c.rate_per_week is not None:
+        text += f", {c.rate_per_week:+.2%} per week"
+    return f"  {'NEW ' if c.new else '    '}{c.kind:<11} {text}\n"
+
+
+def check_text(result: CheckResult, location: str) -> str:
+    out = [f"chbench history check: {result.runs} runs, {len(result.series)} series in {location}\n"]
+    if not result.changes:
+        out.append("  no change in any series\n")
+    for c in result.changes:
+        out.append(_change_line(c))
+    short = [s.query for s in result.series if s.too_short]
+    if short:
+        out.append(f"  too few runs to tell yet ({', '.join(short[:6])}{' …' if len(short) > 6 else ''}): "
+                   "8 needed\n")
+    spikes = sum(len(s.spikes) for s in result.series)
+    if spikes:
+        out.append(f"  {spikes} one-run spike(s) left out (never an alert): chbench history show QUERY\n")
+    out += [f"  note: {n}\n" for n in result.notes]
+    new = result.new_regressions
+    out.append(f"{len(new)} new regression(s)\n" if new else "no new regression\n")
+    return "".join(out)
+
+
+def list_text(runs: list[HistoryRun], location: str) -> str:
+    out = [f"{len(runs)} runs in {location}\n"]
+    for r in runs:
+        labels = " ".join(f"{k}={v}" for k, v in sorted(r.labels.items()))
+        out.append(f"  {r.run_id}  {iso(r.started_at)[:19]}  {len(r.queries):>3} queries  "
+                   f"{r.target.get('server_version') or '?':<12} {r.baseline[0]:<12} {labels}\n")
+    return "".join(out)
+
+
+def _points(query: str, runs: list[HistoryRun]) -> list[dict[str, Any]]:
+    out = []
+    for r in runs:
+        for q in r.queries:
+            if q.name == query and q.client_ms:
+                lo, hi = median_ci(q.client_ms) if len(q.client_ms) >= 3 else (q.median_ms, q.median_ms)
+                out.append({"run_id": r.run_id, "started_at": iso(r.started_at), "median_ms": q.median_ms,
+                            "ci_ms": [lo, hi], "runs": len(q.client_ms), "labels": r.labels, "key": q.key,
+                            "version": r.target.get("server_version")})
+    return out
+
+
+def show_json(query: str, runs: list[HistoryRun], result: CheckResult) -> dict[str, Any]:
+    return {"query": query, "series": _points(query, runs),
+            "changes": [c.to_json() for c in result.changes if c.query == query],
+            "summary": [s.to_json() for s in result.series if s.query == query]}
+
+
+def show_text(query: str, runs: list[HistoryRun], result: CheckResult) -> str:
+    pts = _points(query, runs)
+    marks = {c.run_id: c for c in result.changes if c.query == query}
+    spikes = {i for s in result.series if s.query == query for i in s.spikes}
+    out = [f"{query}: {len(pts)} runs\n"]
+    for i, p in enumerate(pts):
+        c = marks.get(p["run_id"])
+        tag = f"  ← {c.kind} {_pct(c.ratio)}" if c else ("  (spike, left out)" if i in spikes else "")
+        out.append(f"  {i:>4}  {p['started_at'][:16]}  {p['median_ms']:>10.2f} ms  [{p['ci_ms'][0]:.2f}, "
+                   f"{p['ci_ms'][1]:.2f}]  {p['run_id']}{tag}\n")
+    return "".join(out)
+
+
+def history_report(runs: list[HistoryRun], result: CheckResult) -> Report:
+    changes = sorted(result.changes, key=lambda c: -c.started_at)  # the recent ones first
+    blocks: list[Block] = [Text(f"{result.runs} runs, {len(result.series)} series, {len(result.changes)} change(s), "
+                                f"{len(result.new_regressions)} new regression(s)", kind="summary")]
+    if changes:
+        t = Table([Column("query", align="left"), Column("kind", align="left"), Column("change", align="left"),
+                   Column("from run", align="left"), Column("compared", align="left"), Column("new", align="left")],
+                  title="Changes, the most recent first")
+        for c in changes:
+            cmp = f"chbench compare {c.before[0]}… {c.before[1]}…" if c.before else ""
+            t.add(c.query, c.kind, f"{_pct(c.ratio)} [{_pct(c.ci[0])}, {_pct(c.ci[1])}]"
+                  + (f", {c.rate_per_week:+.2%}/week" if c.rate_per_week is not None else ""),
+                  f"{c.index} · {iso(c.started_at)[:16]}", cmp, "new" if c.new else "")
+        blocks.append(t)
+    blocks += [Text(n) for n in result.notes]
+    names = sorted({s.query for s in result.series},
+                   key=lambda n: min([-c.started_at for c in changes if c.query == n] or [0.0]))
+    series = {n: _points(n, runs) for n in names}
+    marks = {n: [c.index for c in result.changes if c.query == n] for n in names}
+    if names:
+        blocks.append(Charts([chart(key("history-overview"), "history_overview",
+                                    [(n, [p["median_ms"] for p in series[n]], marks[n]) for n in names])]))
+    for n in names:
+        mine = [c for c in result.changes if c.query == n]
+        hover = [f"{p['started_at'][:16]} {p['run_id']} {p['version'] or ''} "
+                 + " ".join(f"{k}={v}" for k, v in sorted(p["labels"].items())) for p in series[n]]
+        blocks.append(Details(f"{n} — {len(series[n])} runs, {len(mine)} change(s)", [
+            Charts([chart(key(f"history-{n}"), "history_series", n, [p["median_ms"] for p in series[n]],
+                          [p["ci_ms"] for p in series[n]], [(c.index, c.kind) for c in mine], hover)]),
+            *[Text(f"{c.kind} {_pct(c.ratio)} from run {c.index}: compare the runs {c.before[0]} and {c.before[1]} "
+                   "(chbench history export, then chbench compare / explain on their files)") for c in mine
+              if c.before]]))
+    return Report("chbench history", [Section("chbench history", "history", blocks)])
+
+
+def history_html(runs: list[HistoryRun], result: CheckResult) -> str:
+    from chbench.export import get_exporter
+
+    return str(get_exporter("html").render(history_report(runs, result)))
+
+
+def spread(values: list[float]) -> float:
+    return float(np.std(np.log(values))) if len(values) > 1 else math.nan
