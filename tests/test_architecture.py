@@ -104,3 +104,13 @@ def test_verdicts_travel_in_types():
         if path.startswith("stats/"):
             bad += [f"{path} imports {m}" for m in _imported(tree) if m.startswith("chbench.compare")]
     assert bad == []
+
+
+def test_history_knows_no_command_and_no_output():
+    """history/ (stores, series, change points) is library code: commands/ and report/ call it."""
+    bad = []
+    for path, tree in _modules():
+        if path.startswith("history/"):
+            bad += [f"{path} imports {m}" for m in _imported(tree)
+                    if m.startswith(("chbench.commands", "chbench.report", "chbench.export"))]
+    assert bad == []

@@ -5,5 +5,5 @@ for) and ``PARSER`` (extra argparse options), ``add_arguments(parser)`` and
 ``--name=value`` flags as ClickHouse settings. A command turns its arguments into typed
 options and calls library code; it holds no measuring or statistics of its own."""
 
-COMMANDS = ("run", "load", "compare", "explain", "upgrade", "trend", "bisect", "history", "capture", "replay", "clickbench",
-            "ingest", "read", "report", "engines")
+COMMANDS = ("run", "load", "compare", "explain", "upgrade", "trend", "bisect", "history", "capture", "replay",
+            "clickbench", "ingest", "read", "report", "engines")

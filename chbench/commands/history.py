@@ -4,8 +4,6 @@ gate and a report (chbench/history, docs/history.md)."""
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import os
 import re
@@ -173,7 +171,9 @@ def _write_html(path: str, runs: list[Any], result: Any) -> None:
 def _list(args: argparse.Namespace, store: Store) -> int:
     runs = store.runs(since=args.since, labels=dict(args.label), samples=False)
     if args.format == "json":
-        sys.stdout.write(json.dumps({"runs": [_entry(r, samples=False) for r in runs]}, indent=2) + "\n")
+        from chbench.report.history import export_json
+
+        sys.stdout.write(export_json(runs, samples=False, indent=2))
         return EXIT_OK
     from chbench.report.history import list_text
 
@@ -198,31 +198,11 @@ def _show(args: argparse.Namespace, store: Store) -> int:
     return EXIT_OK
 
 
-def _entry(run: Any, samples: bool = True) -> dict[str, Any]:
-    d: dict[str, Any] = run.to_json()
-    if not samples:
-        d["queries"] = [{"name": q.name, "key": q.key, "median_ms": q.median_ms, "errors": q.errors}
-                        for q in run.queries]
-    return d
-
-
 def _export(args: argparse.Namespace, store: Store) -> int:
+    from chbench.report.history import export_csv, export_json
+
     runs = store.runs(since=args.since, labels=dict(args.label))
-    if args.format == "json":
-        json.dump({"runs": [_entry(r) for r in runs]}, sys.stdout, separators=(",", ":"))
-        sys.stdout.write("\n")
-        return EXIT_OK
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["run_id", "started_at", "labels", "server_version", "host", "query", "key", "median_ms", "runs",
-                "errors", "client_ms"])
-    for r in runs:
-        for q in r.queries:
-            w.writerow([r.run_id, r.to_json()["started"], json.dumps(r.labels, sort_keys=True),
-                        r.target.get("server_version") or "", r.baseline[0], q.name, q.key,
-                        "" if q.median_ms is None else f"{q.median_ms:.4f}", len(q.client_ms), q.errors,
-                        " ".join(f"{t:.4f}" for t in q.client_ms)])
-    sys.stdout.write(buf.getvalue())
+    sys.stdout.write(export_json(runs) if args.format == "json" else export_csv(runs))
     return EXIT_OK
 
 

@@ -19,6 +19,7 @@ from chbench.commands.args import (
     positive_int,
     setting,
 )
+from chbench.commands.history import label as history_label
 from chbench.targets.url import SCHEMES
 
 if TYPE_CHECKING:
@@ -118,6 +119,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seconds between sessions (default 5)")
     r.add_argument("--out", metavar="FILE", help="results file (default: chbench-<time>.json)")
     add_quiet(r)
+    h = p.add_argument_group("keep it (chbench history, docs/history.md)")
+    h.add_argument("--history", nargs="?", const="", metavar="STORE",
+                   help="add the run to a history when it ends: the local store, or the STORE given (a path, "
+                        "http(s)://host:8123/db, clickhouse(s)://host:9000/db)")
+    h.add_argument("--label", action="append", default=[], type=history_label, metavar="KEY=VALUE",
+                   help="with --history: a label for the run (branch, commit, …; repeatable)")
 
 
 def build_plan(args: argparse.Namespace) -> Plan:
@@ -197,4 +204,33 @@ def run(args: argparse.Namespace) -> int:
                          f" — results so far are in {out}\n")
     else:
         sys.stderr.write(f"chbench: results written to {out}\n")
+    if args.history is not None:
+        _keep(args, out, outcome.doc.status, len(outcome.doc.targets))
     return outcome.exit_code
+
+
+def _keep(args: argparse.Namespace, out: str, status: str, sides: int) -> None:
+    """--history: the finished run added to the store (a run that did not finish is not:
+    its missing queries would read as a change)."""
+    from chbench.commands.history import add_files, open_from
+    from chbench.errors import ChbenchError
+
+    if status != "complete":
+        sys.stderr.write(f"chbench: note: not added to the history: the run's status is '{status}'\n")
+        return
+    if sides > 1:
+        sys.stderr.write("chbench: note: not added to the history: a run of several sides is several "
+                         "configurations (chbench history add FILE --side ID adds one)\n")
+        return
+    try:
+        store = open_from(argparse.Namespace(store=args.history or None, store_password_file=None,
+                                             store_ca_file=args.ca_file))
+        try:
+            added = add_files([out], dict(args.label), store)
+        finally:
+            store.close()
+    except ChbenchError as e:  # the results are written: a store that cannot take them is a note
+        sys.stderr.write(f"chbench: error: not added to the history: {e} — add it later: chbench history add {out}\n")
+        return
+    sys.stderr.write(f"chbench: added to the history in {store.location}" + ("" if added else " (stored already)")
+                     + "\n")

@@ -5,10 +5,10 @@ run's labels on hover)."""
 
 from __future__ import annotations
 
-import math
+import csv
+import io
+import json
 from typing import Any
-
-import numpy as np
 
 from chbench.export.sections import Block, Charts, Column, Details, Report, Section, Table, Text
 from chbench.history.check import CheckResult
@@ -129,5 +129,28 @@ def history_html(runs: list[HistoryRun], result: CheckResult) -> str:
     return str(get_exporter("html").render(history_report(runs, result)))
 
 
-def spread(values: list[float]) -> float:
-    return float(np.std(np.log(values))) if len(values) > 1 else math.nan
+def export_json(runs: list[HistoryRun], samples: bool = True, indent: int | None = None) -> str:
+    """``{"runs": [...]}``: every run as stored (``samples=False``: each query's median only)."""
+    out = []
+    for run in runs:
+        d = run.to_json()
+        if not samples:
+            d["queries"] = [{"name": q.name, "key": q.key, "median_ms": q.median_ms, "errors": q.errors}
+                            for q in run.queries]
+        out.append(d)
+    return json.dumps({"runs": out}, indent=indent, separators=None if indent else (",", ":")) + "\n"
+
+
+def export_csv(runs: list[HistoryRun]) -> str:
+    """One row per run and query, every sample in one space-separated column."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["run_id", "started_at", "labels", "server_version", "host", "query", "key", "median_ms", "runs",
+                "errors", "client_ms"])
+    for r in runs:
+        for q in r.queries:
+            w.writerow([r.run_id, iso(r.started_at), json.dumps(r.labels, sort_keys=True),
+                        r.target.get("server_version") or "", r.baseline[0], q.name, q.key,
+                        "" if q.median_ms is None else f"{q.median_ms:.4f}", len(q.client_ms), q.errors,
+                        " ".join(f"{t:.4f}" for t in q.client_ms)])
+    return buf.getvalue()

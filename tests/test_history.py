@@ -1,0 +1,282 @@
+"""chbench history: the change-point method (pure), the stores (local SQLite; ClickHouse on a
+real 26.9 server) and the command line, with seeded series written as real run files."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from chbench.history.check import check
+from chbench.history.detect import detect
+from chbench.history.record import HistoryRun, runs_from_file
+from chbench.history.simulate import SeriesModel, history
+from chbench.history.store import default_location, open_store
+from chbench.results.document import Meta
+from chbench.results.run import QuerySide, RunDocument, RunQuery, RunSample, RunTarget
+from chbench.results.store import write_atomic
+from tests.conftest import REPO, assert_one_line_error, run_cli
+from tests.engines import http_post
+
+QUIET = SeriesModel(own_sd=(0.004,) * 10, jitter=(0.015,) * 10, machine_sd=0.05)
+
+
+def write_run(path: Path, run: HistoryRun, hostname: str = "ci-1") -> Path:
+    """A seeded run as the results file `chbench run` writes (the real document classes)."""
+    queries = []
+    for q in run.queries:
+        samples = [RunSample(query_id=f"{run.run_id}-{q.name}-{i}", client_ms=t, server_ms=t * 0.9, target="A",
+                             round=i, started_at=run.started_at + i) for i, t in enumerate(q.client_ms)]
+        queries.append(RunQuery(name=q.name, sql=q.sql, sql_sent=q.sql, target="A",
+                                sides={"A": QuerySide(sql=q.sql, sql_sent=q.sql)}, samples=samples))
+    meta = Meta(started_at=datetime.fromtimestamp(run.started_at, tz=timezone.utc).isoformat(timespec="seconds"),
+                host={"hostname": hostname, "cpu_model": "Test CPU", "cpu_count": 2})
+    doc = RunDocument(status="complete", meta=meta, queries=queries,
+                      targets=[RunTarget(id="A", kind="http", url="http://default@db:8123", label="db",
+                                         server_version="26.9.2.1")])
+    write_atomic(path, doc.to_json())
+    return path
+
+
+def files(tmp: Path, runs: list[HistoryRun], **kw: Any) -> list[str]:
+    return [str(write_run(tmp / f"run{i:03d}.json", r, **kw)) for i, r in enumerate(runs)]
+
+
+def one_step(n: int = 40, at: int = 28, query: int = 3, ratio: float = 1.15, seed: int = 5) -> list[HistoryRun]:
+    runs, _ = history(QUIET, seed, runs=n, steps=0, spikes=0)
+    for r in runs[at:]:
+        q = r.queries[query]
+        q.client_ms = [t * ratio for t in q.client_ms]
+    return runs
+
+
+# -- the method (pure) --------------------------------------------------------------------
+
+def test_a_step_is_found_at_its_run_and_a_spike_never() -> None:
+    rng = np.random.default_rng(3)
+    y = rng.normal(0, 0.01, 80)
+    y[50:] += 0.06
+    y[20] += 0.4  # one-run spike
+    det = detect(y)
+    assert [s.index for s in det.steps] == [50]
+    assert det.steps[0].log_size == pytest.approx(0.06, abs=0.01)
+    assert det.spikes == [20]
+
+
+def test_the_newest_run_waits_and_short_series_show_nothing() -> None:
+    rng = np.random.default_rng(4)
+    y = rng.normal(0, 0.01, 40)
+    y[-1] += 0.3  # a spike or a step's first run: not yet known
+    det = detect(y)
+    assert det.pending == 39 and not det.steps
+    y2 = np.append(y, y[-1] + rng.normal(0, 0.01))  # the next run stays: a step of two runs
+    assert [s.index for s in detect(y2).steps] == [39]
+    assert detect(rng.normal(0, 0.01, 5)).too_short
+
+
+def test_a_slow_creep_is_a_trend_with_its_rate_not_a_string_of_steps() -> None:
+    runs, _ = history(QUIET, 9, runs=70, steps=0, spikes=0)
+    for i, r in enumerate(runs):  # one run a day, query q2 +0.5% a day from run 20
+        r.queries[2].client_ms = [t * math.exp(0.005 * max(0, i - 20)) for t in r.queries[2].client_ms]
+    res = check(runs, [])
+    q2 = [c for c in res.changes if c.query == "q2"]
+    assert [c.kind for c in q2] == ["trend"], [c.to_json() for c in res.changes]
+    assert q2[0].rate_per_week == pytest.approx(math.expm1(0.035), rel=0.25)
+    assert not [c for c in res.changes if c.query != "q2"]
+
+
+def test_check_finds_seeded_steps_and_remembers_what_it_reported() -> None:
+    runs, truth = history(QUIET, 11, runs=120, steps=3, spikes=2, step_range=(0.05, 0.10))
+    res = check(runs, [])
+    got = {(int(c.query[1:]), c.index) for c in res.changes}
+    assert got == {(q, r) for q, r, _ in truth.steps}, [c.to_json() for c in res.changes]
+    for c in res.changes:
+        step = next(s for s in truth.steps if s[0] == int(c.query[1:]))
+        assert c.kind == ("regression" if step[2] > 1 else "improvement")
+        assert c.ratio == pytest.approx(step[2], rel=0.02) and c.ci[0] < c.ratio < c.ci[1] and c.new
+    again = check(runs, [c.reported() for c in res.changes])
+    assert again.changes and not any(c.new for c in again.changes)
+    # a change whose place moved by a run is the same change
+    moved = [replace(c.reported(), run_id=runs[c.index + 1].run_id) for c in res.changes]
+    assert not any(c.new for c in check(runs, moved).changes)
+
+
+def test_the_machine_factor_is_taken_out_and_a_new_host_starts_a_baseline() -> None:
+    runs = one_step(n=50, at=30, query=3, ratio=1.0)
+    for i, r in enumerate(runs):  # the whole machine 25% slower from run 30 on: every query
+        if i >= 30:
+            for q in r.queries:
+                q.client_ms = [t * 1.25 for t in q.client_ms]
+            r.host = {**r.host, "hostname": "sim-2"}
+    res = check(runs, [])
+    assert res.changes == [], [c.to_json() for c in res.changes]
+    assert any("new baseline" in n and "sim-2" in n for n in res.notes)
+
+
+# -- the local store ----------------------------------------------------------------------
+
+def test_local_store_adds_once_reads_back_and_follows_xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert default_location() == tmp_path / "xdg" / "chbench" / "history.sqlite"
+    runs, _ = history(QUIET, 1, runs=5, steps=0, spikes=0)
+    store = open_store(None)
+    assert store.add(runs) == [r.run_id for r in runs]
+    assert store.add(runs[:2]) == []
+    back = store.runs()
+    assert [r.run_id for r in back] == [r.run_id for r in runs]
+    assert back[2].queries[4].client_ms == pytest.approx(runs[2].queries[4].client_ms)
+    assert [len(r.queries[0].client_ms) for r in store.runs(samples=False)] == [1] * 5
+    store.close()
+
+
+_WRITE = """
+import sys
+sys.path.insert(0, {repo!r})
+from chbench.history.simulate import SeriesModel, history
+from chbench.history.store import open_store
+runs, _ = history(SeriesModel(), {seed}, runs={n}, steps=0, spikes=0, start=1.8e9 + {seed} * 1e6)
+store = open_store({path!r})
+for r in runs:
+    store.add([r])
+    print(r.run_id, flush=True)
+"""
+
+
+def test_local_store_two_writers_at_once_and_a_killed_writer(tmp_path: Path) -> None:
+    path = str(tmp_path / "h.sqlite")
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITE.format(repo=str(REPO), seed=s, n=25, path=path)],
+                              stdout=subprocess.PIPE, text=True) for s in (1, 2)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    assert len(open_store(path).runs()) == 50
+    p = subprocess.Popen([sys.executable, "-c", _WRITE.format(repo=str(REPO), seed=3, n=400, path=path)],
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    for _ in range(5):  # killed in the middle of its writes
+        p.stdout.readline()
+    p.send_signal(signal.SIGKILL)
+    done, _ = p.communicate()
+    runs = open_store(path).runs()
+    assert 55 <= len(runs) < 450
+    assert all(len(r.queries) == 10 and all(len(q.client_ms) == 10 for q in r.queries) for r in runs)
+
+
+def test_a_store_of_an_older_chbench_is_read_and_a_newer_one_refused(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    store = open_store(str(path))
+    store.add(history(QUIET, 1, runs=2, steps=0, spikes=0)[0])
+    store.close()
+    db = sqlite3.connect(path)
+    # an older writer: a run header with only the first keys, no format, no host or machine
+    db.execute("INSERT INTO runs VALUES ('old1', 1.0, 1.0, ?)", (json.dumps({"run_id": "old1", "started_at": 1.0}),))
+    db.execute("INSERT INTO queries VALUES ('old1', 'q0', 'k', 5.0, 0, ?)", (json.dumps({"client_ms": [5.0]}),))
+    db.commit()
+    runs = open_store(str(path)).runs()
+    assert runs[0].run_id == "old1" and runs[0].queries[0].client_ms == [5.0] and runs[0].format == 1
+    db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    db.commit()
+    with pytest.raises(Exception, match="newer chbench"):
+        open_store(str(path))
+
+
+# -- the command line ---------------------------------------------------------------------
+
+def test_history_cli_gate_contract_and_exports(tmp_path: Path) -> None:
+    store = str(tmp_path / "h.sqlite")
+    fs = files(tmp_path, one_step())
+    r = run_cli("history", "add", *fs[:20], "--store", store, "--label", "branch=main")
+    assert r.code == 0 and "20 run(s) added" in r.stderr, r.stderr
+    r = run_cli("history", "check", "--store", store, "--format", "json")
+    assert r.code == 0 and r.json()["changes"] == [], r.stdout
+    assert run_cli("history", "add", *fs, "--store", store, "--label", "branch=main").code == 0
+    r = run_cli("history", "check", "--store", store, "--format", "json")
+    assert r.code == 1, (r.stdout, r.stderr)
+    (c,) = r.json()["changes"]
+    assert {k: c[k] for k in ("query", "index", "kind", "new")} == \
+        {"query": "q3", "index": 28, "kind": "regression", "new": True}
+    assert c["ci"][0] < 1.15 < c["ci"][1] and c["ratio"] == pytest.approx(1.15, rel=0.02)
+    assert c["run_id"] == open_store(store).runs()[28].run_id
+    r = run_cli("history", "check", "--store", store, "--format", "json")  # reported before: not new
+    assert r.code == 0 and [x["new"] for x in r.json()["changes"]] == [False]
+    r = run_cli("history", "check", "--store", store)
+    assert r.code == 0 and "regression" in r.stdout and "q3" in r.stdout and "no new regression" in r.stdout
+    r = run_cli("history", "export", "--store", store, "--format", "json")
+    runs = r.json()["runs"]
+    assert len(runs) == 40 and {"run_id", "started_at", "labels", "queries"} <= set(runs[0])
+    assert runs[0]["labels"] == {"branch": "main"} and len(runs[0]["queries"]) == 10
+    r = run_cli("history", "export", "--store", store, "--format", "csv", "--label", "branch=other")
+    assert r.code == 0 and r.stdout.splitlines()[0].startswith("run_id,started_at,labels")
+    assert len(r.stdout.splitlines()) == 1
+    r = run_cli("history", "show", "q3", "--store", store)
+    assert r.code == 0 and "← regression" in r.stdout and len(r.stdout.splitlines()) == 41
+    r = run_cli("history", "list", "--store", store, "--format", "json")
+    assert len(r.json()["runs"]) == 40
+    html = tmp_path / "h.html"
+    r = run_cli("history", "report", "--store", store, "--html", str(html))
+    assert r.code == 0 and "<svg" in html.read_text() and "branch=main" in html.read_text()
+
+
+def test_history_cli_bad_input(tmp_path: Path) -> None:
+    store = str(tmp_path / "h.sqlite")
+    assert_one_line_error(run_cli("history", "add", str(tmp_path / "missing.json"), "--store", store))
+    (tmp_path / "x.json").write_text("{not json")
+    assert_one_line_error(run_cli("history", "add", str(tmp_path / "x.json"), "--store", store))
+    assert_one_line_error(run_cli("history", "check", "--store", str(tmp_path / "x.json")))
+    assert_one_line_error(run_cli("history", "check", "--store", "ftp://x/y"))
+    assert_one_line_error(run_cli("history", "show", "nope", "--store", store))
+    r = run_cli("history", "check", "--since", "yesterday-ish", "--store", store)
+    assert r.code == 2 and "Traceback" not in r.stderr
+
+
+def test_run_adds_itself_to_the_history_on_the_embedded_engine(tmp_path: Path) -> None:
+    env = {"XDG_DATA_HOME": str(tmp_path / "xdg")}
+    r = run_cli("run", "--query", "SELECT sum(number) FROM numbers(100000)", "--iterations", "3", "--quiet",
+                "--quiet-wait", "0",
+                "--out", str(tmp_path / "a.json"), "--history", "--label", "commit=abc", env=env)
+    assert r.code == 0 and "added to the history" in r.stderr, r.stderr
+    runs = open_store(str(tmp_path / "xdg" / "chbench" / "history.sqlite")).runs()
+    assert len(runs) == 1 and runs[0].labels == {"commit": "abc"}
+    assert runs[0].target["server_version"].startswith("26.") and len(runs[0].queries[0].client_ms) == 3
+    assert runs_from_file(str(tmp_path / "a.json"), {})[0].run_id == runs[0].run_id
+
+
+# -- the ClickHouse store (a real 26.9 server) --------------------------------------------
+
+def test_clickhouse_store_on_a_real_server(modern: Any, tmp_path: Path) -> None:
+    url = f"{modern.http_url}/hist_{int(time.time() * 1000) % 10**9}"
+    fs = files(tmp_path, one_step(n=36, at=26, query=5, ratio=0.85))
+    r = run_cli("history", "add", *fs, "--store", url, "--label", "branch=main")
+    assert r.code == 0 and "36 run(s) added" in r.stderr, r.stderr
+    assert "0 run(s) added" in run_cli("history", "add", *fs[:3], "--store", url).stderr
+    r = run_cli("history", "check", "--store", url, "--format", "json")
+    assert r.code == 0, r.stderr  # an improvement is no regression
+    (c,) = r.json()["changes"]
+    assert (c["query"], c["index"], c["kind"], c["new"]) == ("q5", 26, "improvement", True)
+    assert not run_cli("history", "check", "--store", url, "--format", "json").json()["changes"][0]["new"]
+    native = url.replace(modern.http_url, modern.native_url)
+    r = run_cli("history", "export", "--store", native, "--format", "json")
+    runs = r.json()["runs"]
+    assert len(runs) == 36 and runs[0]["labels"] == {"branch": "main"}
+    assert [q["name"] for q in runs[0]["queries"]] == [f"q{i}" for i in range(10)]
+    local = open_store(str(tmp_path / "l.sqlite"))
+    local.add([r for f in fs for r in runs_from_file(f, {"branch": "main"})])
+    same = [x.run_id for x in local.runs()]
+    assert [x["run_id"] for x in runs] == same
+    # the Grafana dashboard's queries run on the store's tables (its macros filled in as Grafana does)
+    dash = json.loads((REPO / "docs" / "grafana-history.json").read_text())
+    db = url.rsplit("/", 1)[1]
+    for panel in dash["panels"]:
+        sql = panel["targets"][0]["rawSql"].replace("${database}", db).replace("${query:singlequote}", "'q5'")
+        sql = sql.replace("$__timeFilter(started_at)", "started_at >= toDateTime64(0, 3)")
+        rows = http_post(modern.http_port, sql + " FORMAT JSONEachRow").splitlines()
+        assert rows, panel["title"]
