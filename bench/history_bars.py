@@ -19,7 +19,8 @@ Parts:
           The same series through Otava's defaults (E-divisive, window 50, p 0.001; installed
           with `pip install --no-deps apache-otava` when missing), a fixed ±5% threshold
           (each run's median against the mean of the 10 before) and a t-test threshold (against
-          the 20 before, 99%), on each run's median as those tools store it — side by side.
+          the 20 before, 99%), on each run's median as those tools store it — side by side; and
+          Otava again on the series chbench detects on (each run's machine factor taken out).
   store   4 processes adding 50 runs each at once to one local store → 200 runs readable;
           a writer `kill -9`ed 20 times in the middle of writes → every completed run intact;
           the same 4 writers against the ClickHouse store on a 26.9 server.
@@ -109,21 +110,35 @@ def _medians(runs: list[Any]) -> np.ndarray:
     return np.array([[math.log(q.median_ms) for q in r.queries] for r in runs]).T  # queries × runs
 
 
+def _factored(runs: list[Any]) -> np.ndarray:
+    """Each run's medians with chbench's machine factor taken out (queries × runs)."""
+    from chbench.history.series import build
+
+    t = build(runs)
+    return np.array([[p.y for p in s.points] for s in t.series])
+
+
 def _scalar(runs: list[Any], method: str) -> list[list[tuple[int, int]]]:
-    """The tools that keep one number per run, online: per check the new alerts."""
+    """The tools that keep one number per run, online: per check the new alerts.
+    ``otava-factored``: Otava on the series chbench detects on (the machine's factor of
+    each run taken out, from the runs so far)."""
+    factored = method.endswith("-factored")
+    method = method.removesuffix("-factored")
     y = _medians(runs)
     nq, n = y.shape
     out: list[list[tuple[int, int]]] = []
     seen: dict[int, list[int]] = {q: [] for q in range(nq)}
     for end in range(8, n + 1):
         new = []
+        yy = _factored(runs[:end]) if factored else y[:, :end]
         for q in range(nq):
-            for idx in _alerts(y[q, :end], method):
+            for idx in _alerts(yy[q], method):
                 if all(abs(idx - o) > MATCH for o in seen[q]):
                     seen[q].append(idx)
                     new.append((q, idx))
         out.append(new)
-    final = [(q, idx) for q in range(nq) for idx in _alerts(y[q], method, final=True)]
+    yf = _factored(runs) if factored else y
+    final = [(q, idx) for q in range(nq) for idx in _alerts(yf[q], method, final=True)]
     out.append(final)
     return out
 
@@ -188,7 +203,7 @@ def _one_seed(args: tuple[Any, int]) -> dict[str, Any]:
     runs, truth = history(m, seed)
     out = {"seed": seed, "truth": {"steps": truth.steps, "spikes": truth.spikes}}
     out["chbench"] = _score(_ours(runs), truth)
-    for method in ("otava", "fixed5", "ttest"):
+    for method in ("otava", "otava-factored", "fixed5", "ttest"):
         try:
             out[method] = _score(_scalar(runs, method), truth)
         except ImportError:
@@ -208,8 +223,8 @@ def _ensure_otava() -> bool:
 
 def _table(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
     table: dict[str, Any] = {}
-    for method in ("chbench", "otava", "fixed5", "ttest"):
-        rows = [p[method] for p in per_seed if p[method] is not None]
+    for method in ("chbench", "otava", "otava-factored", "fixed5", "ttest"):
+        rows = [p[method] for p in per_seed if p.get(method) is not None]
         if not rows:
             table[method] = None
             continue

@@ -223,7 +223,9 @@ def test_history_cli_gate_contract_and_exports(tmp_path: Path) -> None:
     assert len(r.json()["runs"]) == 40
     html = tmp_path / "h.html"
     r = run_cli("history", "report", "--store", store, "--html", str(html))
-    assert r.code == 0 and "<svg" in html.read_text() and "branch=main" in html.read_text()
+    page = html.read_text()
+    assert r.code == 0 and "<svg" in page and "branch=main" in page  # each run's labels on hover
+    assert "compare says slower" in page  # the change's two runs compared from their files
 
 
 def test_history_cli_bad_input(tmp_path: Path) -> None:

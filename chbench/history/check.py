@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from chbench.history.detect import Z_DETECT, Detection, detect
+from chbench.history.detect import CREEP_WINDOW, Z_DETECT, Detection, detect
 from chbench.history.record import HistoryRun, iso
 from chbench.history.series import SUITE, Series, Table, build
 from chbench.history.store import Reported
@@ -31,6 +31,7 @@ from chbench.stats.compare import BETWEEN_RUN_FACTOR, Options, SideData, compare
 
 CONFIRM_RUNS = 20
 SAME_CHANGE = 3
+CUT_Z = 2.0  # a step this many times the detection threshold moves its query's level in the factors
 REGRESSION, IMPROVEMENT, TREND = "regression", "improvement", "trend"
 
 
@@ -48,6 +49,7 @@ class Change:
     p_value: float | None = None
     direction: str = ""  # slower | faster
     rate_per_week: float | None = None  # a trend's
+    end_index: int | None = None  # a trend's last run (its place in the series) + 1
     before: tuple[str, str] | None = None  # the runs compared: the last before and the first after
     runs: tuple[int, int] = (0, 0)  # how many runs each side of the confirmation had
     notes: list[str] = field(default_factory=list)
@@ -122,6 +124,8 @@ def check(runs: list[HistoryRun], reported: list[Reported], opts: CheckOptions |
     """Every series' confirmed changes, oldest first, each marked new or not."""
     opts = opts or CheckOptions()
     table = build(runs)
+    if table.factored:  # the factors again, each query's level following its own large steps
+        table.refine([_cuts(s, opts) for s in table.series])
     notes = [f"new baseline from run {runs[i].run_id} ({what}): levels before and after are not compared"
              for i, what in table.baselines]
     if not table.factored and runs:
@@ -140,6 +144,18 @@ def check(runs: list[HistoryRun], reported: list[Reported], opts: CheckOptions |
         changes = [c for c in changes if c.started_at >= opts.since]
     changes.sort(key=lambda c: (c.started_at, c.query))
     return CheckResult(changes, summaries, len(runs), notes)
+
+
+def _cuts(s: Series, opts: CheckOptions) -> list[int]:
+    """Where a series' level surely changes: its machine baselines and its steps beyond
+    ``CUT_Z`` × the detection threshold (series.Table.refine)."""
+    out: list[int] = []
+    for start, end in s.segments():
+        if start:
+            out.append(start)
+        det = detect(np.array([p.y for p in s.points[start:end]]), None, opts.z_detect * CUT_Z, opts.threshold)
+        out += [start + st.index for st in det.steps]
+    return sorted(out)
 
 
 def _series_changes(s: Series, opts: CheckOptions, suite: bool = False) -> tuple[list[Change], SeriesSummary]:
@@ -186,7 +202,7 @@ def _confirmed(s: Series, base: int, det: Detection, opts: CheckOptions, suite: 
         third = max(2, len(idx) // 3)
         ch = _compare(s, base, idx[:third], idx[-third:], tr.start, opts, suite)
         if ch is not None and np.sign(math.log(ch.ratio)) == np.sign(tr.log_per_day):
-            ch.kind, ch.rate_per_week = TREND, tr.per_week
+            ch.kind, ch.rate_per_week, ch.end_index = TREND, tr.per_week, base + tr.end
             span = s.points[base + tr.end - 1].run.started_at - s.points[base + tr.start].run.started_at
             ch.notes.append(f"{tr.per_week:+.2%} per week over {tr.end - tr.start} runs ({span / 86400:.1f} days); "
                             f"99.9% interval {math.expm1(7 * tr.lo_per_day):+.2%} … "
@@ -291,7 +307,9 @@ def _mark_new(changes: list[Change], table: Table, reported: list[Reported]) -> 
             if r.query != c.query or r.key != c.key or r.kind != c.kind:
                 continue
             j = pos.get(r.run_id)
-            if r.run_id == c.run_id or (j is not None and abs(j - c.index) <= SAME_CHANGE):
+            # a trend's window starts later as runs are added: any trend reported inside it is it
+            inside = c.kind == TREND and j is not None and c.index - CREEP_WINDOW <= j < (c.end_index or c.index + 1)
+            if r.run_id == c.run_id or inside or (j is not None and abs(j - c.index) <= SAME_CHANGE):
                 c.new = False
                 break
 

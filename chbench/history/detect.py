@@ -173,13 +173,13 @@ def detect(y: np.ndarray, days: np.ndarray | None = None, z_crit: float = Z_DETE
 
 
 def _creep(y: np.ndarray, t: np.ndarray, keep: np.ndarray, det: Detection, min_trend: float) -> Trend | None:
-    """A slow change over the newest stretch: the runs since the last step that is not part
-    of it. A line must fit better than the best single step, its 99.9% slope interval
-    exclude 0, and its total change reach ``min_trend``."""
+    """A slow change over the newest stretch (since the last step that is not part of a
+    run of same-direction steps at the end): a level, then a line from some run on (a
+    "hinge"; from the stretch's first run it is a plain line). It must fit better (BIC)
+    than the best single step and than the steps found, the line's 99.9% slope interval
+    (Theil–Sen) exclude 0, and its total change reach twice ``min_trend``."""
     from scipy import stats as sps
 
-    # steps of one direction at the end may be a creep cut into pieces: the window starts
-    # where the first of them starts (or at the series' start when there are none)
     tail: list[Step] = []
     for st in reversed(det.steps):
         if tail and np.sign(st.log_size) != np.sign(tail[0].log_size):
@@ -188,16 +188,38 @@ def _creep(y: np.ndarray, t: np.ndarray, keep: np.ndarray, det: Detection, min_t
     start = int(np.searchsorted(keep, tail[0].left)) if tail else 0
     start = max(start, len(y) - CREEP_WINDOW)
     yy, tt = y[start:], t[start:]
-    if len(yy) < 3 * MIN_RUNS // 2 or tt[-1] <= tt[0]:
+    n = len(yy)
+    if n < 3 * MIN_RUNS // 2 or tt[-1] <= tt[0]:
         return None
-    res = sps.theilslopes(yy, tt, alpha=TREND_CONF)
+    h, rss_hinge = _hinge(yy, tt)
+    if n - h < MIN_RUNS:
+        return None
+    res = sps.theilslopes(yy[h:], tt[h:], alpha=TREND_CONF)
     slope, lo, hi = float(res.slope), float(res.low_slope), float(res.high_slope)
-    if lo <= 0 <= hi or abs(slope * (tt[-1] - tt[0])) < math.log1p(min_trend):
+    if lo <= 0 <= hi or abs(slope * (tt[-1] - tt[h])) < math.log1p(2 * min_trend):
         return None
-    rss_line = float(np.sum((yy - (res.intercept + slope * tt)) ** 2))
     k, _ = _best_split(yy)
-    rss_step = float(np.sum((yy[:k] - yy[:k].mean()) ** 2) + np.sum((yy[k:] - yy[k:].mean()) ** 2))
-    if rss_line >= rss_step:
-        return None
-    return Trend(start=int(keep[start]), end=int(keep[-1]) + 1, log_per_day=slope, lo_per_day=lo, hi_per_day=hi)
+    rss_one = float(np.sum((yy[:k] - yy[:k].mean()) ** 2) + np.sum((yy[k:] - yy[k:].mean()) ** 2))
+    inner = sorted({c for st in tail if 0 < (c := int(np.searchsorted(keep, st.index)) - start) < n})
+    cuts = [0, *inner, n]
+    rss_found = float(sum(np.sum((yy[a:b] - yy[a:b].mean()) ** 2) for a, b in zip(cuts[:-1], cuts[1:], strict=True)))
 
+    def bic(rss: float, params: int) -> float:  # a hinge: level, slope, place; k steps: k + 1 levels, k places
+        return n * math.log(max(rss, 1e-12) / n) + params * math.log(n)
+
+    if bic(rss_hinge, 3) >= min(bic(rss_one, 3), bic(rss_found, 1 + 2 * len(inner)) if inner else math.inf):
+        return None
+    return Trend(start=int(keep[start + h]), end=int(keep[-1]) + 1, log_per_day=slope, lo_per_day=lo, hi_per_day=hi)
+
+
+def _hinge(y: np.ndarray, t: np.ndarray) -> tuple[int, float]:
+    """The best "level, then a line from run h on" fit by least squares: h and its RSS."""
+    best = (0, math.inf)
+    for h in range(0, len(y) - MIN_RUNS + 1):
+        x = np.maximum(0.0, t - t[h])
+        design = np.column_stack([np.ones_like(x), x])
+        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+        rss = float(np.sum((y - design @ coef) ** 2))
+        if rss < best[1]:
+            best = (h, rss)
+    return best

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -152,7 +153,7 @@ def _run_of(path: str, doc: RunDocument, side: str, labels: dict[str, str]) -> H
                         [(q.name, q.key, q.client_ms[:3]) for q in queries]], sort_keys=True)
     host = {k: doc.meta.host.get(k) for k in ("hostname", "cpu_model", "cpu_count") if doc.meta.host.get(k)}
     return HistoryRun(run_id=hashlib.sha256(ident.encode()).hexdigest()[:16], started_at=started,
-                      labels=dict(labels), source=path,
+                      labels=dict(labels), source=os.path.abspath(path),
                       target={"id": side, "label": target.label, "kind": target.kind, "url": target.url,
                               "server_version": target.server_version,
                               "settings": target.settings_requested or {}},

@@ -15,6 +15,7 @@ reference (the calibration query) does not share is a change of the whole suite.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +33,7 @@ class Point:
     log_median: float  # as measured
     factor: float  # the run's machine factor (log), taken out of y
     segment: int  # which machine baseline
+    col: int = 0  # the run's position in the table
 
     @property
     def y(self) -> float:
@@ -62,6 +64,40 @@ class Table:
     suite: Series  # the machine factors as a series (log_median = the factor, factor 0)
     baselines: list[tuple[int, str]]  # (run position, what changed) where a new baseline starts
     factored: bool  # whether factors were taken out (enough queries per run)
+    matrix: np.ndarray | None = None  # queries × runs, log medians (NaN: not in that run)
+    factors: np.ndarray | None = None
+    enough: np.ndarray | None = None  # runs with enough queries for a factor
+
+    def refine(self, cuts: list[list[int]], rounds: int = 2) -> None:
+        """The factors again, each query's level following its own large steps (``cuts``:
+        per series, the point positions where a new level starts). Measured on the seeded
+        series: with one level per query, four of ten queries stepping up by 5–10% moved
+        the median of every run's deviations after them by 1–2%, and other queries showed
+        false 2–4% improvements there. Only steps far beyond the detection threshold are
+        cuts: with every detected step a cut, those false steps became cuts too and kept
+        the bias in place."""
+        if not self.factored or self.matrix is None or self.factors is None or self.enough is None:
+            return
+        m, f = self.matrix, self.factors.copy()
+        for _ in range(rounds):
+            resid = np.full(m.shape, np.nan)
+            for i, s in enumerate(self.series):
+                cols = np.array([p.col for p in s.points])
+                y = m[i, cols] - f[cols]
+                bounds = [0, *cuts[i], len(cols)]
+                for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+                    resid[i, cols[a:b]] = y[a:b] - float(np.median(y[a:b]))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # runs no series had
+                delta = np.nan_to_num(np.nanmedian(resid, axis=0))
+            f = np.where(self.enough, f + delta, 0.0)
+            f[self.enough] -= float(np.median(f[self.enough])) if np.any(self.enough) else 0.0
+        self.factors = f
+        for s in self.series:
+            for p in s.points:
+                p.factor = float(f[p.col])
+        for p in self.suite.points:
+            p.log_median = float(f[p.col])
 
 
 def build(runs: list[HistoryRun]) -> Table:
@@ -92,15 +128,16 @@ def build(runs: list[HistoryRun]) -> Table:
         cols = np.array([j for j, g in enumerate(seg_of) if g == s])
         factors[cols] = _polish(m[:, cols])
     factored = bool(np.any(factors != 0))
+    enough = np.sum(~np.isnan(m), axis=0) >= MIN_QUERIES
     series = [Series(name, key, failed_runs=int(failed[i])) for (name, key), i in keys.items()]
     for (name, key), i in keys.items():
         for j, run in enumerate(runs):
             if not np.isnan(m[i, j]):
                 q = next(q for q in run.queries if q.name == name and q.key == key)
-                series[i].points.append(Point(run, q, float(m[i, j]), float(factors[j]), seg_of[j]))
-    suite = Series(SUITE, "", [Point(run, None, float(factors[j]), 0.0, seg_of[j]) for j, run in enumerate(runs)
+                series[i].points.append(Point(run, q, float(m[i, j]), float(factors[j]), seg_of[j], j))
+    suite = Series(SUITE, "", [Point(run, None, float(factors[j]), 0.0, seg_of[j], j) for j, run in enumerate(runs)
                                if factored])
-    return Table(series, suite, baselines, factored)
+    return Table(series, suite, baselines, factored, m, factors, enough)
 
 
 def _polish(m: np.ndarray, rounds: int = 4) -> np.ndarray:
@@ -110,13 +147,10 @@ def _polish(m: np.ndarray, rounds: int = 4) -> np.ndarray:
     c = np.zeros(m.shape[1])
     if m.shape[0] < MIN_QUERIES or not np.any(enough):
         return c
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows of queries in no run here
-            for _ in range(rounds):
-                level = np.nanmedian(m - c[None, :], axis=1)
-                c = np.where(enough, np.nanmedian(m - level[:, None], axis=0), 0.0)
-                c = np.nan_to_num(c - np.median(c[enough]))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows of queries in no run here
+        for _ in range(rounds):
+            level = np.nanmedian(m - c[None, :], axis=1)
+            c = np.where(enough, np.nanmedian(m - level[:, None], axis=0), 0.0)
+            c = np.nan_to_num(c - np.median(c[enough]))
     return c

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from typing import Any
 
 from chbench.export.sections import Block, Charts, Column, Details, Report, Section, Table, Text
@@ -117,10 +118,39 @@ def history_report(runs: list[HistoryRun], result: CheckResult) -> Report:
         blocks.append(Details(f"{n} — {len(series[n])} runs, {len(mine)} change(s)", [
             Charts([chart(key(f"history-{n}"), "history_series", n, [p["median_ms"] for p in series[n]],
                           [p["ci_ms"] for p in series[n]], [(c.index, c.kind) for c in mine], hover)]),
-            *[Text(f"{c.kind} {_pct(c.ratio)} from run {c.index}: compare the runs {c.before[0]} and {c.before[1]} "
-                   "(chbench history export, then chbench compare / explain on their files)") for c in mine
-              if c.before]]))
+            *[b for c in mine for b in _why(c, {r.run_id: r for r in runs})]]))
     return Report("chbench history", [Section("chbench history", "history", blocks)])
+
+
+def _why(c: Any, by_id: dict[str, HistoryRun]) -> list[Block]:
+    """A change and the two runs either side of it: their files compared (``chbench
+    compare``) and the query explained from the server's profiles where the runs have
+    them (``chbench explain``); a pointer when the files are not at hand."""
+    if not c.before:
+        return []
+    a, b = by_id.get(c.before[0]), by_id.get(c.before[1])
+    head = f"{c.kind} {_pct(c.ratio)} from run {c.index}: the last run before ({c.before[0]}) against the first " \
+           f"after ({c.before[1]})"
+    if a is None or b is None or not (os.path.isfile(a.source) and os.path.isfile(b.source)):
+        return [Text(f"{head}: their files are not here (chbench compare A.json B.json on them gives the why)")]
+    from chbench.compare import CompareOptions, build_comparison
+    from chbench.errors import ChbenchError
+    from chbench.explain.build import explain_rows
+    from chbench.report.explain import explain_blocks
+
+    try:
+        cmp = build_comparison([a.source, b.source], CompareOptions())
+        whys = explain_rows(cmp.doc, cmp.a, cmp.b, cmp.rename, cmp.paired, every=True)
+    except ChbenchError as e:
+        return [Text(f"{head}: {e}")]
+    row = next((r for r in cmp.doc.queries if r.name == c.query), None)
+    if row is None:
+        return [Text(f"{head}: the files do not both have {c.query}")]
+    verdict = f"compare says {row.verdict}" + (f" ({_pct(row.ratio)})" if row.ratio else "")
+    out: list[Block] = [Text(f"{head} — {verdict}; {a.source} → {b.source}")]
+    if c.query in whys:
+        out += explain_blocks(cmp, {c.query: whys[c.query]}, charts=True)
+    return out
 
 
 def history_html(runs: list[HistoryRun], result: CheckResult) -> str:
