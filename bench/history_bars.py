@@ -267,26 +267,17 @@ def part_sim(res: dict[str, Any], seeds: int = SEEDS) -> None:
 
 # -- store -------------------------------------------------------------------------------
 
-_WRITER = """
-import sys, time
-sys.path.insert(0, {repo!r})
-from chbench.history.simulate import SeriesModel, history
-from chbench.history.store import open_store
-runs, _ = history(SeriesModel(), {seed}, runs={n}, steps=0, spikes=0, start=1.8e9 + {seed} * 1e6)
-store = open_store({url!r})
-for r in runs:
-    store.add([r])
-    print(r.run_id, flush=True)
-store.close()
-"""
+def _writer(url: str, seed: int, n: int) -> subprocess.Popen[str]:
+    """tests/history_writer.py: adds seeded runs one at a time, printing each id once stored."""
+    return subprocess.Popen([sys.executable, "-m", "tests.history_writer", url, str(seed), str(n)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _writers(url: str, writers: int = 4, n: int = 50) -> dict[str, Any]:
     from chbench.history.store import open_store
 
     t = time.monotonic()
-    procs = [subprocess.Popen([sys.executable, "-c", _WRITER.format(repo=str(REPO), seed=w + 1, n=n, url=url)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w in range(writers)]
+    procs = [_writer(url, w + 1, n) for w in range(writers)]
     outs = [p.communicate(timeout=600) for p in procs]
     wrote = sum(len(o[0].split()) for o in outs)
     store = open_store(url)
@@ -304,9 +295,13 @@ def _kills(path: str, kills: int = 20) -> dict[str, Any]:
     rng = np.random.default_rng(7)
     done: set[str] = set()
     for k in range(kills):
-        p = subprocess.Popen([sys.executable, "-c", _WRITER.format(repo=str(REPO), seed=100 + k, n=40, url=path)],
-                             stdout=subprocess.PIPE, text=True)
-        time.sleep(float(rng.uniform(1.0, 2.5)))  # python and numpy start in ~1 s: kill mid-writes
+        p = _writer(path, 100 + k, 400)
+        assert p.stdout is not None
+        for _ in range(int(rng.integers(1, 60))):  # killed while it is writing: after a random run
+            line = p.stdout.readline().strip()
+            if line:
+                done.add(line)
+        time.sleep(float(rng.uniform(0, 0.01)))
         p.send_signal(signal.SIGKILL)
         out, _ = p.communicate()
         done.update(out.split())
@@ -315,7 +310,9 @@ def _kills(path: str, kills: int = 20) -> dict[str, Any]:
     store.close()
     intact = [r for r in runs if len(r.queries) == 10 and all(len(q.client_ms) == 10 for q in r.queries)]
     return {"kills": kills, "runs_reported_written": len(done), "stored": len(runs), "intact": len(intact),
-            "reported_and_missing": len(done - {r.run_id for r in runs})}
+            "reported_and_missing": len(done - {r.run_id for r in runs}),
+            "stored_beyond_reported": len({r.run_id for r in runs} - done),
+            "note": "each writer adds up to 400 runs one transaction each and is SIGKILLed after a random 1-59"}
 
 
 def part_store(res: dict[str, Any]) -> None:
@@ -327,6 +324,7 @@ def part_store(res: dict[str, Any]) -> None:
         out["local_kill_9"] = _kills(str(Path(tmp) / "k.sqlite"))
     with ModernServer() as server:
         out["clickhouse_4_writers"] = _writers(f"{server.http_url}/perf")
+        out["clickhouse_kill_9"] = _kills(f"{server.http_url}/killed")
         out["clickhouse_native_reads"] = len(__import__("chbench.history.store", fromlist=["x"]).open_store(
             f"{server.native_url}/perf").runs(samples=False))
     res["store"] = out

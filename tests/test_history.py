@@ -140,27 +140,17 @@ def test_local_store_adds_once_reads_back_and_follows_xdg(tmp_path: Path, monkey
     store.close()
 
 
-_WRITE = """
-import sys
-sys.path.insert(0, {repo!r})
-from chbench.history.simulate import SeriesModel, history
-from chbench.history.store import open_store
-runs, _ = history(SeriesModel(), {seed}, runs={n}, steps=0, spikes=0, start=1.8e9 + {seed} * 1e6)
-store = open_store({path!r})
-for r in runs:
-    store.add([r])
-    print(r.run_id, flush=True)
-"""
+def _writer(path: str, seed: int, n: int) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "tests.history_writer", path, str(seed), str(n)], cwd=REPO,
+                            stdout=subprocess.PIPE, text=True)
 
 
 def test_local_store_two_writers_at_once_and_a_killed_writer(tmp_path: Path) -> None:
     path = str(tmp_path / "h.sqlite")
-    procs = [subprocess.Popen([sys.executable, "-c", _WRITE.format(repo=str(REPO), seed=s, n=25, path=path)],
-                              stdout=subprocess.PIPE, text=True) for s in (1, 2)]
+    procs = [_writer(path, s, 25) for s in (1, 2)]
     assert all(p.wait(timeout=120) == 0 for p in procs)
     assert len(open_store(path).runs()) == 50
-    p = subprocess.Popen([sys.executable, "-c", _WRITE.format(repo=str(REPO), seed=3, n=400, path=path)],
-                         stdout=subprocess.PIPE, text=True)
+    p = _writer(path, 3, 400)
     assert p.stdout is not None
     for _ in range(5):  # killed in the middle of its writes
         p.stdout.readline()
