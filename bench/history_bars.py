@@ -147,10 +147,10 @@ def _alerts(y: np.ndarray, method: str, final: bool = False) -> list[int]:
     if method == "otava":
         from otava.analysis import compute_change_points
 
-        try:
-            cps, _ = compute_change_points(np.exp(y), window_len=50, max_pvalue=0.001)
-        except ValueError:  # otava 0.8.0 raises on an empty segment at the series' end: no change seen
-            return []
+        # a list, as Otava's own callers pass: given a numpy array, otava 0.8.0 places change
+        # points beyond the series' end and raises ValueError (seen here on 61 runs: a
+        # candidate at index 120)
+        cps, _ = compute_change_points([float(v) for v in np.exp(y)], window_len=50, max_pvalue=0.001)
         return [int(c.index) for c in cps]
     if final:  # threshold tools alert per run: the runs of the whole series that alerted
         return [i for i in range(10, len(y)) if _alerts(y[:i + 1], method)]

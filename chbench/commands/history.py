@@ -36,7 +36,7 @@ examples:
 
 the local store is $XDG_DATA_HOME/chbench/history.sqlite (default ~/.local/share/chbench/) unless --store says
 otherwise (a file or directory).
-exit codes: 0 no new regression; 1 a new regression (check); 2 bad input; 3 the store could not be reached
+exit codes: 0 no new regression; 1 a new regression (check); 2 bad input or a store that cannot be reached
 """
 
 

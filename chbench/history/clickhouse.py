@@ -19,6 +19,7 @@ clickhouse-driver (the project's clients); TLS verified; the password from the c
 from __future__ import annotations
 
 import json
+import logging
 import time
 from datetime import datetime, timezone
 from typing import Any
@@ -67,6 +68,8 @@ class _Connection:
             else:
                 import clickhouse_connect
 
+                # its driver logs an error line of its own before raising: ours is the one line
+                logging.getLogger("clickhouse_connect").setLevel(logging.CRITICAL)
                 self.http = clickhouse_connect.get_client(
                     host=t.host, port=t.port, username=t.user, password=password or "", secure=t.secure,
                     verify=True, ca_cert=ca_file, connect_timeout=10, send_receive_timeout=120)
