@@ -112,6 +112,15 @@ def test_check_finds_seeded_steps_and_remembers_what_it_reported() -> None:
     assert not any(c.new for c in check(runs, moved).changes)
 
 
+def test_a_gap_is_noted_and_a_change_across_it_still_found() -> None:
+    runs = one_step(n=40, at=25, query=6, ratio=1.12)
+    for r in runs[25:]:  # three weeks without runs before the change
+        r.started_at += 21 * 86400
+    res = check(runs, [])
+    assert [(c.query, c.index) for c in res.changes] == [("q6", 25)]
+    assert any("gap of 22.0 days before run 25" in n for s in res.series for n in s.notes)
+
+
 def test_the_machine_factor_is_taken_out_and_a_new_host_starts_a_baseline() -> None:
     runs = one_step(n=50, at=30, query=3, ratio=1.0)
     for i, r in enumerate(runs):  # the whole machine 25% slower from run 30 on: every query

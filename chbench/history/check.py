@@ -178,8 +178,21 @@ def _series_changes(s: Series, opts: CheckOptions, suite: bool = False) -> tuple
                 found.append(ch)
     last = s.points[-1].query.median_ms if s.points and s.points[-1].query else None
     notes = [f"{s.failed_runs} runs without a successful sample: not in the series"] if s.failed_runs else []
+    notes += _gaps(s)
     return found, SeriesSummary(s.name, s.key, len(s.points), math.expm1(sigma), spikes, pending, too_short,
                                 unconfirmed, last, notes)
+
+
+def _gaps(s: Series) -> list[str]:
+    """Where a series paused for far longer than usual (a change across a gap is still a
+    change: its place is known only to within the gap)."""
+    t = np.array([p.run.started_at for p in s.points])
+    if len(t) < 3:
+        return []
+    dt = np.diff(t)
+    usual = float(np.median(dt))
+    return [f"a gap of {dt[i] / 86400:.1f} days before run {i + 1} (usually {usual / 3600:.1f} h apart)"
+            for i in np.flatnonzero(dt > max(7 * usual, 2 * 86400))]
 
 
 def _confirmed(s: Series, base: int, det: Detection, opts: CheckOptions, suite: bool) -> list[Change | None]:

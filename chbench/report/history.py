@@ -44,6 +44,7 @@ def check_text(result: CheckResult, location: str) -> str:
     if spikes:
         out.append(f"  {spikes} one-run spike(s) left out (never an alert): chbench history show QUERY\n")
     out += [f"  note: {n}\n" for n in result.notes]
+    out += [f"  note: {s.query}: {n}\n" for s in result.series for n in s.notes]
     new = result.new_regressions
     out.append(f"{len(new)} new regression(s)\n" if new else "no new regression\n")
     return "".join(out)
