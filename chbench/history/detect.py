@@ -15,9 +15,10 @@ already taken out (``series.py``) — in run order. The method:
    step Otava and E-divisive use). ``Z_DETECT`` was set on the seeded series of
    bench/history_bars.py: it controls false alerts over every split point and every check
    of a growing series (one look per new run), not a single test.
-4. **Creep**: the current segment's slope (Theil–Sen, its 99.9% interval) when a line fits
-   the segment better than its best single step: a slow change reported as a trend with
-   its rate per week, not as a string of small steps.
+4. **Creep**: over the newest stretch, "a level, then a line from some run on" (a hinge,
+   the slope by Theil–Sen with its 99.9% interval), when it fits better (BIC) than the
+   stretch's best single step and than the steps found in it: a slow change reported as a
+   trend with its rate per week, not as a string of small steps.
 
 Each step found here is a *candidate*: ``check.py`` confirms it on the raw samples.
 """
