@@ -153,7 +153,7 @@ def _cuts(s: Series, opts: CheckOptions) -> list[int]:
     for start, end in s.segments():
         if start:
             out.append(start)
-        det = detect(np.array([p.y for p in s.points[start:end]]), None, opts.z_detect * CUT_Z, opts.threshold)
+        det = detect(np.array([p.y for p in s.points[start:end]]), None, opts.z_detect * CUT_Z, creep=False)
         out += [start + st.index for st in det.steps]
     return sorted(out)
 

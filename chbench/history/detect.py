@@ -151,9 +151,10 @@ def _z(a: np.ndarray, b: np.ndarray, sigma: float) -> float:
 
 
 def detect(y: np.ndarray, days: np.ndarray | None = None, z_crit: float = Z_DETECT,
-           min_trend: float = 0.02) -> Detection:
+           min_trend: float = 0.02, creep: bool = True) -> Detection:
     """Steps, spikes and a creep in one series (``days``: each run's time, for a creep's
-    rate; ``min_trend``: the least total change a creep must make to be one)."""
+    rate; ``min_trend``: the least total change a creep must make to be one; ``creep=False``:
+    steps only)."""
     y = np.asarray(y, dtype=float)
     n = len(y)
     sigma = noise_sd(y)
@@ -168,8 +169,9 @@ def detect(y: np.ndarray, days: np.ndarray | None = None, z_crit: float = Z_DETE
         a, b = y[keep[bounds[i]:cp]], y[keep[cp:bounds[i + 2]]]
         out.steps.append(Step(index=int(keep[cp]), log_size=float(b.mean() - a.mean()), z=_z(a, b, sigma),
                               left=int(keep[bounds[i]]), right=int(keep[bounds[i + 2] - 1]) + 1))
-    t = np.arange(n, dtype=float) if days is None else np.asarray(days, dtype=float)
-    out.trend = _creep(y[keep], t[keep], keep, out, min_trend)
+    if creep:
+        t = np.arange(n, dtype=float) if days is None else np.asarray(days, dtype=float)
+        out.trend = _creep(y[keep], t[keep], keep, out, min_trend)
     return out
 
 
