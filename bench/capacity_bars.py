@@ -5,6 +5,7 @@
     python bench/capacity_bars.py --only metrics      # ~70 s
     python bench/capacity_bars.py --reps 1
     python bench/capacity_bars.py --only capacity --master 2   # the searches through --master + 2 workers
+    python bench/capacity_bars.py --only planned --reps 2      # issue 28: the issue's command (~10 min each)
 
 Metrics: ``SELECT 1`` closed loop at full speed (-c 4 --workers 2, 3 rounds of 20 s) with
 ``--metrics-port``; the endpoint is scraped every 200 ms by this script, each scrape
@@ -18,6 +19,13 @@ SLOTS / service-time queries a second; past that, queries are refused (the error
 breaks) or wait (p99 grows). The service time is measured first, by the script, with one
 connection and no load (median of 40 runs). Bar: every repetition's capacity within 10%
 of SLOTS / service time.
+
+Planned search (issue 28, ``--only planned``): the issue's own command, over HTTP —
+``-q 'SELECT sleep(0.05)' --max_concurrent_queries_for_user=4 --continue_on_errors
+--slo 'p99<=200ms' --slo 'errors<=0.1%' --rate-min 10 --rate-max 200`` with the defaults
+(--max-time 600). Bars: the whole command ends within 10 minutes, its plan is the first
+thing it prints after "Loaded 1 queries.", and the capacity lies within 10% of 4 / the
+service time (median of 40 runs over HTTP with one connection, measured just before).
 
 Run it on an otherwise idle machine. Writes bench/out/capacity_bars.json.
 """
@@ -78,6 +86,46 @@ def search(server: ModernServer, out: Path, workers: int = 0) -> dict[str, Any]:
     return {"last_line": p.stdout.strip().splitlines()[-1], **json.loads(out.read_text())["capacity"]}
 
 
+def service_http_ms(server: ModernServer) -> float:
+    import clickhouse_connect
+
+    c = clickhouse_connect.get_client(host="127.0.0.1", port=server.http_port)
+    c.query("SELECT 1")
+    times = []
+    for _ in range(40):
+        t = time.perf_counter()
+        c.query(QUERY)
+        times.append((time.perf_counter() - t) * 1000.0)
+    c.close()
+    return statistics.median(times)
+
+
+def planned(server: ModernServer, out: Path) -> dict[str, Any]:
+    """The issue's command, as a new user types it; timed from the outside."""
+    ms = service_http_ms(server)
+    known = SLOTS / (ms / 1000.0)
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "chbench", "load", "--target", server.http_url, "-q", QUERY,
+                        f"--max_concurrent_queries_for_user={SLOTS}", "--continue_on_errors", "--slo", "p99<=200ms",
+                        "--slo", "errors<=0.1%", "--rate-min", "10", "--rate-max", "200", "--out", str(out)],
+                       capture_output=True, text=True, cwd=REPO)
+    seconds = time.monotonic() - t0
+    if p.returncode:
+        raise SystemExit(p.stderr)
+    lines = p.stderr.splitlines()
+    after_loaded = lines[lines.index("Loaded 1 queries.") + 1] if "Loaded 1 queries." in lines else ""
+    cap = json.loads(out.read_text())["capacity"]
+    row = {"service_ms": round(ms, 3), "known_qps": round(known, 2), "capacity_qps": cap["rate"], "ci": cap["ci"],
+           "ratio": round(cap["rate"] / known, 4) if cap["rate"] else 0.0, "seconds": round(seconds, 1),
+           "ended_by": cap["ended_by"], "probe_qps": cap["probe"]["qps"], "plan_first": after_loaded.startswith(
+               "Capacity search:"), "first_line": after_loaded,
+           "steps": [(round(s["offered_qps"], 1), s["verdict"], s["queries"], s["errors"], s["seconds"])
+                     for s in cap["steps"]]}
+    row["bar_met"] = row["plan_first"] and seconds <= 600 and abs(row["ratio"] - 1) <= 0.10
+    print(json.dumps(row), flush=True)
+    return row
+
+
 def metrics(server: ModernServer, tmp: Path, rounds: int = 3) -> dict[str, Any]:
     """``rounds`` runs of 20 s; every scrape of all of them counts."""
     rows = [metrics_round(server, tmp) for _ in range(rounds)]
@@ -130,6 +178,8 @@ def main() -> None:
     with ModernServer() as server, tempfile.TemporaryDirectory() as tmp:
         if "metrics" in args.only:
             res["metrics"] = metrics(server, Path(tmp))
+        if "planned" in args.only:
+            res["planned"] = [planned(server, Path(tmp) / f"planned-{rep}.json") for rep in range(args.reps)]
         for rep in range(args.reps if "capacity" in args.only else 0):
             ms = service_ms(server)
             known = SLOTS / (ms / 1000.0)
@@ -144,7 +194,8 @@ def main() -> None:
             row["bar_met"] = abs(row["ratio"] - 1) <= 0.10
             res["repetitions"].append(row)
             print(json.dumps({k: v for k, v in row.items() if k != "step_table"}), flush=True)
-    res["bar_met"] = all(r["bar_met"] for r in res["repetitions"]) and res.get("metrics", {}).get("bar_met", True)
+    res["bar_met"] = (all(r["bar_met"] for r in res["repetitions"] + res.get("planned", []))
+                      and res.get("metrics", {}).get("bar_met", True))
     name = "capacity_bars.json" if set(args.only.split(",")) >= {"metrics", "capacity"} else \
         f"capacity_bars-{args.only.replace(',', '-')}.json"  # a part alone never overwrites the whole
     if args.master:

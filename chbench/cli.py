@@ -14,7 +14,8 @@ from typing import Any
 from chbench import __version__
 from chbench.commands import COMMANDS
 from chbench.commands.args import Parser, add_command
-from chbench.errors import EXIT_INTERRUPTED, EXIT_USAGE, ChbenchError
+from chbench.errors import EXIT_USAGE, ChbenchError
+from chbench.outcome import Outcome
 
 QUICK_START = """\
 quick start:
@@ -67,6 +68,6 @@ def run_command(command: Any) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("chbench: interrupted\n")
-        return EXIT_INTERRUPTED
+        return Outcome.INTERRUPTED.exit_code
     except BrokenPipeError:
         return 0

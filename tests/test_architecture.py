@@ -114,3 +114,59 @@ def test_history_knows_no_command_and_no_output():
             bad += [f"{path} imports {m}" for m in _imported(tree)
                     if m.startswith(("chbench.commands", "chbench.report", "chbench.export"))]
     assert bad == []
+
+
+def test_one_place_turns_an_ending_into_a_status_and_an_exit_code():
+    """``chbench/outcome.py`` alone pairs a file's status with an exit code: no other
+    module names the exit codes of a stop or the status of a lost server."""
+    bad = []
+    for path, tree in _modules():
+        if path in ("errors.py", "outcome.py"):
+            continue
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        bad += [f"{path} names {x}" for x in ("EXIT_SERVER_LOST", "EXIT_INTERRUPTED") if x in names]
+        if path != "results/document.py":  # the list of statuses a file may hold
+            bad += [f"{path} spells 'server_lost'" for n in ast.walk(tree)
+                    if isinstance(n, ast.Constant) and n.value == "server_lost"]
+    assert bad == []
+
+
+def test_every_results_writer_is_a_context_manager():
+    """Whatever ends a command, its file is finished: each ``ResultsWriter(...)`` is a
+    ``with`` item, or bound to a name that a ``with`` of the same module enters."""
+    bad = []
+    for path, tree in _modules():
+        entered = {ast.unparse(item.context_expr) for n in ast.walk(tree) if isinstance(n, ast.With | ast.AsyncWith)
+                   for item in n.items}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                    ast.unparse(node.value.func) == "ResultsWriter":
+                if not any(ast.unparse(t) in entered for t in node.targets):
+                    bad.append(f"{path}:{node.lineno}")
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "ResultsWriter"]
+        assigned = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)]
+        bad += [f"{path}:{c.lineno} neither entered nor bound" for c in calls
+                if ast.unparse(c) not in entered and c not in assigned]
+    assert bad == []
+
+
+# the capabilities and what each may not import (docs/architecture.md's table)
+CAPABILITY_RULES = {
+    "load": ("clickbench", "replay", "transfer", "distributed", "commands"),
+    "clickbench": ("replay", "transfer", "distributed", "commands"),
+    "transfer": ("load", "clickbench", "replay", "distributed", "runner", "commands"),
+    "replay": ("load", "transfer", "distributed", "commands"),
+    "export": ("load", "clickbench", "replay", "transfer", "commands", "runner"),
+}
+
+
+def test_capabilities_know_only_what_the_document_says():
+    bad = []
+    for path, tree in _modules():
+        top = path.split("/")[0]
+        for m in _imported(tree):
+            parts = m.split(".")
+            if parts[0] == "chbench" and len(parts) > 1 and parts[1] in CAPABILITY_RULES.get(top, ()):
+                bad.append(f"{path} imports {m}")
+    assert bad == []

@@ -5,6 +5,7 @@ statistics it decides with."""
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -64,9 +65,16 @@ def test_capacity_of_a_known_server(modern: ModernServer, tmp_path: Path) -> Non
                 "2", "--out", str(out), timeout=300)
     assert r.code == 0, r.stderr
     cap = load(out)["capacity"]
-    assert set(cap) >= {"rate", "ci", "broken_at", "slo", "steps"}
-    first = cap["steps"][0]
-    known = 2 / (first["p50_ms"] / 1000.0)  # the service time, measured where nothing queues
+    assert set(cap) >= {"rate", "ci", "broken_at", "slo", "steps", "budget", "probe", "ended_by"}
+    lines = r.stderr.splitlines()
+    plan = lines[lines.index("Loaded 1 queries.") + 1]  # the plan comes first
+    assert plan.startswith("Capacity search: p99<=100ms needs 368 requests") and "errors<=1% needs" in plan
+    assert cap["budget"]["requests_per_step"] == {"p99<=100ms": 368, "errors<=1%": samples_to_decide(
+        parse_slo("errors<=1%"))} and cap["budget"]["max_time_s"] <= 600
+    probe = cap["probe"]["levels"]
+    assert [p["lanes"] for p in probe] == [1, 2] and cap["probe"]["qps"] == max(p["qps"] for p in probe)
+    known = 2 * probe[0]["qps"]  # the service time, measured where nothing queues (one closed-loop lane)
+    assert cap["ended_by"] == "bracket" and cap["complete"] is True
     assert 0.85 * known <= cap["rate"] <= 1.05 * known, (cap["rate"], known)
     assert cap["ci"][0] == cap["rate"] and cap["ci"][1] > cap["rate"] and cap["broken_at"] >= cap["ci"][1]
     assert any(s["verdict"] == "breaks" for s in cap["steps"]) and all(
@@ -77,3 +85,21 @@ def test_capacity_of_a_known_server(modern: ModernServer, tmp_path: Path) -> Non
     assert len(doc["levels"]) >= len(cap["steps"])  # every run of every step kept, histograms and all
     assert run_cli("report", str(out), "--html", str(html)).code == 0
     assert "Capacity under p99&lt;=100ms" in html.read_text() or "Capacity under p99<=100ms" in html.read_text()
+
+
+def test_capacity_search_keeps_to_its_budget(modern: ModernServer, tmp_path: Path) -> None:
+    """An error SLO of 0.1% needs 3,688 requests per step — far more than 15 seconds hold
+    at this server's rate: the search says so first and ends with the bracket it has
+    (none), within its budget, the file complete."""
+    out = tmp_path / "cap.json"
+    t0 = time.monotonic()
+    r = run_cli("load", "--target", modern.native_url, "-q", "SELECT sleep(0.02)", "-c", "2", "--slo",
+                "errors<=0.1%", "--rate-max", "400", "--max-time", "15", "--out", str(out), timeout=120)
+    took = time.monotonic() - t0
+    assert r.code == 0, r.stderr
+    assert took < 15 + 10  # the budget, and the interpreter's start and the tear-down around it
+    assert "errors<=0.1% needs 3,688 requests without an error per step" in r.stderr
+    assert "--max-time ended the search before any step held" in r.stderr
+    doc = load(out)
+    assert doc["status"] == "complete" and doc["capacity"]["ended_by"] == "budget"
+    assert doc["capacity"]["rate"] is None and r.stdout.strip() == "capacity: 0.0 QPS"

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from chbench.errors import EXIT_INTERRUPTED, EXIT_SERVER_LOST, QueryError, ServerLost, UsageError
+from chbench.errors import QueryError, ServerLost, UsageError
+from chbench.outcome import Outcome
 from chbench.plan import Plan, SidePlan
 from chbench.runner import close_targets, run_plan
 from chbench.targets import Target
@@ -56,9 +57,9 @@ class Measurer:
         outcome = run_plan(plan, None, make_progress(True))
         self.runs.append({"old": self.versions[old], "new": self.versions[new], "run": outcome.doc.to_json()})
         self.on_run()
-        if outcome.exit_code == EXIT_INTERRUPTED:
+        if outcome.outcome is Outcome.INTERRUPTED:
             raise KeyboardInterrupt
-        if outcome.exit_code == EXIT_SERVER_LOST:
+        if outcome.outcome is Outcome.SERVER_LOST:
             raise ServerLost(outcome.message or "an engine was lost")
         q = outcome.doc.queries[0]
         times: dict[str, dict[int, float]] = {"A": {}, "B": {}}

@@ -13,7 +13,8 @@ from chbench.bisect.judge import AnswerJudge, SpeedJudge
 from chbench.bisect.measure import Measurer
 from chbench.bisect.search import Decision, Judge, Search, Step, bisect
 from chbench.engines.process import EngineLost
-from chbench.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER_LOST, ServerLost
+from chbench.errors import ServerLost
+from chbench.outcome import Outcome
 from chbench.results import BisectDocument, ResultsWriter
 from chbench.targets import Target
 from chbench.workload import Workload
@@ -37,8 +38,12 @@ class BisectOptions:
 class BisectOutcome:
     doc: BisectDocument
     search: Search | None
-    exit_code: int
+    outcome: Outcome
     message: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return self.outcome.exit_code
 
 
 class _Told:
@@ -93,16 +98,15 @@ def run_bisect(versions: list[str], make_target: Callable[[str], Target], worklo
             told = _Told(judge, versions, say, doc, lambda: _keep(doc, measurer, None, writer))
             search = bisect(len(versions), told)
             _keep(doc, measurer, search, writer)
-        except KeyboardInterrupt:
-            writer.finish("interrupted", "interrupted")
-            return BisectOutcome(doc, search, EXIT_INTERRUPTED, "interrupted")
-        except (ServerLost, EngineLost) as e:
-            writer.finish("server_lost", str(e))
-            return BisectOutcome(doc, search, EXIT_SERVER_LOST, f"an engine was lost: {e}")
+        except (KeyboardInterrupt, ServerLost, EngineLost) as e:
+            stop = Outcome.of(type(e))
+            why = "interrupted" if stop is Outcome.INTERRUPTED else f"an engine was lost: {e}"
+            writer.finish(stop, why)
+            return BisectOutcome(doc, search, stop, why)
         finally:
             measurer.close()
-        writer.finish("complete")
-    return BisectOutcome(doc, search, EXIT_OK if search and search.found else EXIT_FINDING)
+        writer.finish(Outcome.COMPLETE)
+    return BisectOutcome(doc, search, Outcome.COMPLETE if search and search.found else Outcome.FINDING)
 
 
 def _keep(doc: BisectDocument, measurer: Measurer, search: Search | None, writer: ResultsWriter) -> None:

@@ -11,8 +11,8 @@ from datetime import date
 
 from chbench.clickbench import data_text, workload
 from chbench.clickbench.runner import CacheDropper, QueryOutcome, compare_with_reference, run_queries
+from chbench.clickbench.stress import Connect, require_server
 from chbench.clickbench.stress import concurrent as run_concurrent
-from chbench.clickbench.stress import require_server
 from chbench.errors import EXIT_FINDING, EXIT_OK
 from chbench.results import ClickBenchEntry, ClickBenchRunDocument, ResultsWriter
 from chbench.targets import Target
@@ -86,7 +86,7 @@ def _progress_line(o: QueryOutcome) -> str:
             + (f"  error: {err[:100]}" if err else ""))
 
 
-def run(target: Target, opts: RunOptions, writer: ResultsWriter, make: Callable[[], Target], say: Say) -> RunVerdict:
+def run(target: Target, opts: RunOptions, writer: ResultsWriter, make: Connect, say: Say) -> RunVerdict:
     """Every try, then the concurrent test; Ctrl-C and a lost server go up to the
     writer's context with every finished try already in the file."""
     doc = writer.doc

@@ -2,18 +2,18 @@
 while a background writer streams rows into another table.
 
 Concurrent test: ``N`` connections, each cycling through its own seeded permutation
-of the 43 queries until the time is up. QPS counts successful queries per second of
-wall time; the error ratio is failed / started; latencies are kept raw, per query.
+of the 43 queries until the time is up — on load's lanes (``load/engine.py``), as every
+closed-loop level is. QPS counts successful queries per second of wall time; the error
+ratio is failed / started; latencies are kept raw, per query.
 """
 
 from __future__ import annotations
 
 import contextlib
-import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -21,8 +21,10 @@ import numpy as np
 from chbench.clickbench.runner import statement
 from chbench.clickbench.synthetic import select_sql
 from chbench.errors import QueryError, ServerLost, UsageError
-from chbench.runner.execute import execute
-from chbench.targets import Target
+from chbench.load.config import LoadConfig
+from chbench.load.engine import probe_hosts, run_level
+from chbench.targets import Credentials, Target, make_target
+from chbench.ui.load import make_display
 from chbench.workload import Query
 
 INGEST_TABLE = "hits_ingest"
@@ -69,63 +71,36 @@ class Phase:
                 "per_query": per_query}
 
 
-def _worker(make: Callable[[], Target], queries: list[Query], seed: int, deadline: float, phase: Phase,
-            lock: threading.Lock, timeout: float | None, stop: threading.Event) -> None:
-    order = list(range(len(queries)))
-    random.Random(seed).shuffle(order)
-    target = make()
-    try:
-        target.connect()
-        settings = {"max_execution_time": str(int(timeout))} if timeout else {}
-        i = 0
-        while not stop.is_set() and time.monotonic() < deadline:
-            q = order[i % len(order)]
-            i += 1
-            # threads share the process: the GC switch is not theirs to flip
-            s = execute(target, statement(queries[q].sql), settings, f"chbench-cbstress-{seed}-{i}", timeout,
-                        pause_gc=False)
-            if s.error:
-                with lock:
-                    phase.errors[q + 1] = phase.errors.get(q + 1, 0) + 1
-                    phase.error_messages.setdefault(q + 1, str(s.error.get("message")))
-                continue
-            if time.monotonic() > deadline + (timeout or 0):
-                break
-            with lock:
-                phase.latencies.setdefault(q + 1, []).append(s.client_ms or 0.0)
-    except (ServerLost, Exception) as e:  # noqa: BLE001 - reported in the phase, the run stops
-        with lock:
-            phase.lost = phase.lost or str(e)
-        stop.set()
-    finally:
-        target.close()
+@dataclass(frozen=True)
+class Connect:
+    """Where stress connects: the target's spec and credentials (the lanes open their own
+    connections from them; called, a fresh connection for the writer)."""
+    spec: str
+    credentials: Credentials
+
+    def __call__(self) -> Target:
+        return make_target(self.spec, self.credentials, light=True)
 
 
-def concurrent(make: Callable[[], Target], queries: list[Query], n: int, duration: float, seed: int,
+def concurrent(connect: Connect, queries: list[Query], n: int, duration: float, seed: int,
                name: str = "concurrent", timeout: float | None = None) -> Phase:
-    """``n`` connections for ``duration`` seconds. Ctrl-C ends the phase early: it is
-    returned with what it measured, marked ``interrupted``."""
-    phase = Phase(name)
-    lock = threading.Lock()
-    stop = threading.Event()
-    t0 = time.monotonic()
-    deadline = t0 + duration
-    threads = [threading.Thread(target=_worker, args=(make, queries, seed * 1000 + w, deadline, phase, lock, timeout,
-                                                      stop), daemon=True) for w in range(n)]
-    for t in threads:
-        t.start()
-    try:
-        for t in threads:
-            while t.is_alive():
-                t.join(0.2)
-    except KeyboardInterrupt:
-        stop.set()
-        for t in threads:
-            t.join(30)
-        phase.seconds = time.monotonic() - t0
-        phase.interrupted = True
-        return phase
-    phase.seconds = min(time.monotonic(), deadline) - t0
+    """``n`` connections for ``duration`` seconds, each cycling through its own seeded
+    permutation of the queries, on load's lanes (closed loop, every latency kept). Ctrl-C
+    ends the phase early: it is returned with what it measured, marked ``interrupted``."""
+    cfg = LoadConfig(targets=[connect.spec], credentials=connect.credentials,
+                     queries=[replace(q, sql=statement(q.sql)) for q in queries], concurrency=n, timelimit=duration,
+                     seed=seed, delay=0.0, continue_on_errors=True, timeout=timeout, lane_order=True, raw=True,
+                     query_id_prefix=f"chbench-cbstress-{seed}-",
+                     settings={"max_execution_time": str(int(timeout))} if timeout else {})
+    hosts = probe_hosts(cfg)
+    res = run_level(cfg, hosts, n, make_display(cfg, hosts, quiet=True))
+    phase = Phase(name, seconds=min(res.seconds, duration), lost=res.fatal, interrupted=res.interrupted)
+    for (_, q), st in sorted(res.totals.items()):
+        if st.samples:
+            phase.latencies[q + 1] = st.samples
+        if st.errors:
+            phase.errors[q + 1] = st.errors
+            phase.error_messages[q + 1] = next(iter(st.error_messages.values()), "")
     return phase
 
 
@@ -194,17 +169,17 @@ class Writer(threading.Thread):
         return self.result
 
 
-def mixed(make: Callable[[], Target], queries: list[Query], n: int, duration: float, seed: int,
+def mixed(connect: Connect, queries: list[Query], n: int, duration: float, seed: int,
           timeout: float | None = None) -> dict[str, Any]:
     """The query workers alone, then with the writer: latency without and with ingest.
     Ctrl-C during the first phase skips the second (``interrupted`` says so)."""
-    base = concurrent(make, queries, n, duration, seed, "queries only", timeout)
+    base = concurrent(connect, queries, n, duration, seed, "queries only", timeout)
     if base.interrupted:
         return {"without_ingest": base.to_json(), "interrupted": True}
-    writer = Writer(make, seed)
+    writer = Writer(connect, seed)
     writer.start()
     try:
-        loaded = concurrent(make, queries, n, duration, seed, "queries + ingest", timeout)
+        loaded = concurrent(connect, queries, n, duration, seed, "queries + ingest", timeout)
     finally:
         ingest = writer.finish()
     rows = []

@@ -18,7 +18,7 @@ from chbench.commands.args import (
     positive_int,
 )
 from chbench.distributed import DEFAULT_PORT as DEFAULT_MASTER_PORT
-from chbench.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER_LOST, UsageError
+from chbench.errors import UsageError
 
 if TYPE_CHECKING:
     from chbench.distributed.master import Coordinator
@@ -129,7 +129,10 @@ def _add_capacity_and_machines(p: argparse.ArgumentParser) -> None:
     s.add_argument("--rate-max", type=positive_float, default=10000.0, metavar="QPS",
                    help="highest rate tried (default 10000)")
     s.add_argument("--step-duration", type=positive_float, default=10.0, metavar="S",
-                   help="seconds per step; an undecided step runs again (default 10)")
+                   help="a step holds only after S seconds at least (default 10)")
+    s.add_argument("--max-time", type=positive_float, default=600.0, metavar="S",
+                   help="the whole search, its probe included, ends within S seconds with the bracket it has "
+                        "(default 600)")
     d = p.add_argument_group("several machines, over Locust (pip install 'chbench[distributed]'; docs/load.md)")
     d.add_argument("--master", action="store_true",
                    help="hold the workload and send each --worker its share; one report, merged exactly")
@@ -202,7 +205,7 @@ def build_config(args: argparse.Namespace) -> LoadConfig:
         raise UsageError("--poisson needs --rate QPS")
     if args.slo and (args.rate or args.max_concurrency or args.iterations or args.timelimit):
         raise UsageError("--slo searches the rate itself: leave out --rate, -C, -i and -t (see --rate-min, "
-                         "--rate-max, --step-duration)")
+                         "--rate-max, --step-duration, --max-time)")
     if args.slo:
         from chbench.load.capacity import parse_slo
 
@@ -249,6 +252,8 @@ def build_config(args: argparse.Namespace) -> LoadConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    import time
+
     from chbench.load.engine import probe_hosts
     from chbench.results import check_output_path
 
@@ -258,6 +263,7 @@ def run(args: argparse.Namespace) -> int:
         from chbench.distributed import require_locust
 
         require_locust()  # gevent's patching first, before any socket or thread exists
+    args.started = time.monotonic()  # --max-time counts from here
     check_output_path(args.out)
     check_output_path(args.json, "clickhouse-benchmark JSON")
     cfg = build_config(args)
@@ -333,6 +339,7 @@ def _metrics(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host]) -> Lo
 def _run(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metrics: LoadMetrics | None,
          coordinator: Coordinator | None) -> int:
     from chbench.commands.connection import named_targets
+    from chbench.load.document import outcome_of
     from chbench.load.engine import local_source
     from chbench.load.session import run_load
 
@@ -348,33 +355,33 @@ def _run(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metrics: 
     if args.slo:
         return _capacity(args, cfg, hosts, metrics, sources)
     last = run_load(cfg, hosts, args.out, args.json, args.quiet, err, metrics, sources)
+    outcome = outcome_of(last)
     if last.fatal:
         err.write(f"chbench: error: {last.fatal} (report above covers everything measured)\n")
-        return EXIT_SERVER_LOST
-    if last.interrupted:
+    elif last.interrupted:
         err.write("chbench: interrupted (report above covers everything measured)\n")
-        return EXIT_INTERRUPTED
-    if last.failure:
+    elif last.failure:
         err.write(f"chbench: error: {last.failure} (use --continue_on_errors to go on)\n")
-        return EXIT_FINDING
-    return EXIT_OK
+    return outcome.exit_code
 
 
 def _capacity(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metrics: LoadMetrics | None,
               sources: SourceFactory) -> int:
     """--slo: the search; its last line, ``capacity: R QPS``, also on standard output."""
+    import time
+
     from chbench.load.capacity import capacity_line, parse_slo
+    from chbench.load.document import outcome_of
     from chbench.load.session import run_capacity
+    from chbench.outcome import Outcome
 
     slos = [parse_slo(s) for s in args.slo]
-    cap, stopped = run_capacity(cfg, hosts, {"slos": slos, "rate_min": args.rate_min, "rate_max": args.rate_max,
-                                             "step_s": args.step_duration}, args.out, args.quiet, sys.stderr,
-                                 metrics, sources)
+    search = {"slos": slos, "rate_min": args.rate_min, "rate_max": args.rate_max, "step_s": args.step_duration,
+              "max_time": args.max_time - (time.monotonic() - args.started)}
+    cap, stopped = run_capacity(cfg, hosts, search, args.out, args.quiet, sys.stderr, metrics, sources)
     if stopped is not None and stopped.fatal:
         sys.stderr.write(f"chbench: error: {stopped.fatal} (the steps so far are in the report and --out)\n")
     sys.stderr.flush()
     sys.stdout.write(capacity_line(cap) + "\n")
     sys.stdout.flush()
-    if stopped is not None:
-        return EXIT_SERVER_LOST if stopped.fatal else EXIT_INTERRUPTED
-    return EXIT_OK
+    return outcome_of(stopped).exit_code if stopped is not None else Outcome.COMPLETE.exit_code

@@ -14,7 +14,8 @@ from chbench.commands.args import (
     positive_float,
     positive_int,
 )
-from chbench.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER_LOST, UsageError
+from chbench.errors import UsageError
+from chbench.outcome import Outcome
 
 NAME = "replay"
 HELP = "send a captured workload again with its real timing (open loop), to one or two targets"
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
                          stats=Options(threshold=args.threshold, alpha=args.alpha, correction=args.correction))
     progress = ReplayProgress(args.quiet)
     try:
-        doc, sides, status = replay(opts, args.out, progress.update)
+        doc, sides, outcome = replay(opts, args.out, progress.update)
     finally:
         progress.close()
     if not args.quiet:
@@ -97,12 +98,11 @@ def run(args: argparse.Namespace) -> int:
     for s in sides:
         s.target.close()
     sys.stderr.write(f"chbench: results written to {args.out}\n")
-    if status == "interrupted":
-        return EXIT_INTERRUPTED
-    if status == "server_lost":
+    if outcome is Outcome.SERVER_LOST:
         sys.stderr.write(f"chbench: error: {doc.stop_reason}\n")
-        return EXIT_SERVER_LOST
-    return EXIT_FINDING if findings(doc) else EXIT_OK
+    if outcome is Outcome.COMPLETE and findings(doc):
+        outcome = Outcome.FINDING
+    return outcome.exit_code
 
 
 def findings(doc: object) -> list[str]:

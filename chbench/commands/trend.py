@@ -23,6 +23,7 @@ from chbench.commands.args import (
 )
 from chbench.commands.engines import add_engines_dir
 from chbench.errors import EXIT_FINDING, EXIT_OK, UsageError
+from chbench.outcome import Outcome
 
 if TYPE_CHECKING:
     from chbench.targets import Target
@@ -135,12 +136,12 @@ def run(args: argparse.Namespace) -> int:
         close_targets(targets)
         if source is not None:
             source.close()
-    if outcome.exit_code not in (EXIT_OK, EXIT_FINDING):
+    if not outcome.outcome.finished:
         sys.stderr.write(f"chbench: error: {outcome.message} — results so far are in {out}\n")
         return outcome.exit_code
     trend = add_trend(out, versions, compare_options(args))
     code = _report(args, out, trend)
-    if outcome.exit_code == EXIT_FINDING:  # some query failed on some version: said, and the exit code
+    if outcome.outcome is Outcome.FINDING:  # some query failed on some version: said, and the exit code
         sys.stderr.write(f"chbench: {outcome.message}\n")
     return max(code, outcome.exit_code)
 

@@ -111,7 +111,7 @@ def _verdict(args: argparse.Namespace, out: str, outcome: RunOutcome) -> int:
     from chbench.export.sections import Report
     from chbench.report.comparison import comparison_section
 
-    if outcome.exit_code not in (EXIT_OK, EXIT_FINDING):  # interrupted, an engine lost: the file keeps it
+    if not outcome.outcome.finished:  # interrupted, an engine lost: the file keeps it
         sys.stderr.write(f"chbench: error: {outcome.message} — results so far are in {out}\n")
         return outcome.exit_code
     cmp = build_comparison([out], compare_options(args))

@@ -12,7 +12,8 @@ import sys
 from typing import Any, TextIO
 
 from chbench.distributed.protocol import ABORT, DONE, FAILED, GO, HELLO, JOB, READY, REFUSE, STATS, STOP
-from chbench.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConnectError
+from chbench.errors import EXIT_OK, EXIT_USAGE, ConnectError
+from chbench.outcome import Outcome
 
 
 def read_only(job: dict[str, Any]) -> bool:
@@ -170,7 +171,7 @@ def run_worker(master: tuple[str, int], password: str | None, processes: int, er
     if ctrl_c.is_set():
         relay.say("interrupted: the engine stops, the master is told")
         relay.leave()
-        return EXIT_INTERRUPTED
+        return Outcome.INTERRUPTED.exit_code
     relay.close()
     relay.say("the master quit" if relay.exit_code == EXIT_OK else "stopped")
     return relay.exit_code

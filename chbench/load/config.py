@@ -42,6 +42,8 @@ class LoadConfig:
     phase: float = 0.0  # open loop, fixed rate: this worker's offset in the global schedule (s)
     group_of: list[int] = field(default_factory=list)  # target index of each host (empty: one host each)
     pick: str = "roundrobin"  # a target with several hosts: 'roundrobin' or 'random' per query
+    lane_order: bool = False  # each lane cycles its own seeded permutation of the queries (ClickBench's stress)
+    raw: bool = False  # keep every latency as well as the histograms (Stats.samples)
 
     @property
     def open_loop(self) -> bool:

@@ -9,6 +9,7 @@ from chbench.load.config import LATE_MS, LoadConfig
 from chbench.load.engine import Host, LevelResult
 from chbench.load.recorder import Stats
 from chbench.load.summary import HostView, benchmark_json, comparison, host_views, open_loop_summary
+from chbench.outcome import Outcome
 from chbench.results import LoadDocument, LoadHost, LoadLevel, Meta
 from chbench.stats.ttest import CONFIDENCE_LEVELS
 
@@ -41,14 +42,15 @@ def views(cfg: LoadConfig, hosts: list[Host], res: LevelResult) -> list[HostView
     return host_views(hosts, res.by_host(), cfg)
 
 
-def status_of(res: LevelResult) -> str:
+def outcome_of(res: LevelResult) -> Outcome:
+    """How a level ended (the last level: how the run did)."""
     if res.fatal:
-        return "server_lost"
+        return Outcome.SERVER_LOST
     if res.interrupted:
-        return "interrupted"
+        return Outcome.INTERRUPTED
     if res.failure:
-        return "failed"
-    return "complete"
+        return Outcome.FAILED
+    return Outcome.COMPLETE
 
 
 def level_entry(cfg: LoadConfig, hosts: list[Host], res: LevelResult, final: bool = True) -> LoadLevel:
@@ -56,7 +58,8 @@ def level_entry(cfg: LoadConfig, hosts: list[Host], res: LevelResult, final: boo
     computed once a level is over)."""
     hv = views(cfg, hosts, res)
     total = res.total()
-    level = LoadLevel(concurrency=res.concurrency, workers=res.workers, seconds=res.seconds, status=status_of(res),
+    level = LoadLevel(concurrency=res.concurrency, workers=res.workers, seconds=res.seconds,
+                      status=outcome_of(res).status,
                       total=total.to_json(), timeline=res.timeline, benchmark_json=benchmark_json(hv, res.seconds),
                       comparison=comparison(hv, cfg.confidence) if len(hv) > 1 and final else None,
                       per_worker=res.per_worker)

@@ -104,6 +104,9 @@ class Source(Protocol):
     def names(self) -> dict[int, dict[str, Any]]: ...
 
 
+# what a level asks every tick whether it may stop early: (totals so far, live status, seconds)
+Watch = Callable[[dict[Key, Stats], dict[str, Any], float], bool]
+
 # what builds a level's source: ``local_source`` here, ``distributed.master`` for --master
 SourceFactory = Callable[[LoadConfig, list[dict[str, str]], int], Source]
 
@@ -137,7 +140,7 @@ class LocalSource:
         return [(0, core.recorder.swap())], done
 
     def stop(self) -> None:
-        self.core.stop.set()
+        self.core.halt()
 
     def status(self) -> dict[str, Any]:
         return self.core.status(final=True)
@@ -351,7 +354,9 @@ class _Tally:
 
 def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
               checkpoint: Callable[[LevelResult], None] | None = None, metrics: Observer | None = None,
-              sources: SourceFactory = local_source) -> LevelResult:
+              sources: SourceFactory = local_source, watch: Watch | None = None) -> LevelResult:
+    """One level, to its end: the time limit, the iterations, an error, a lost server,
+    Ctrl-C, or ``watch`` answering True (a capacity step that is already decided)."""
     settings = [h.settings for h in hosts]
     source = sources(cfg, settings, level)
     source.setup()
@@ -362,7 +367,7 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
     timeline: list[dict[str, Any]] = []
     period = cfg.delay if cfg.delay > 0 else 1.0
     display.level_started(level)
-    interrupted = False
+    interrupted = source_stopped = False
     with _Interrupt() as ctrl_c:
         t0 = time.monotonic()
         source.start()
@@ -376,6 +381,9 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
                 if metrics is not None:
                     metrics.status(source.live())
                 now = time.monotonic()
+                if watch is not None and not done and not source_stopped and watch(totals, source.live(), now - t0):
+                    source_stopped = True
+                    source.stop()
                 if now - last >= period or done:
                     seconds = now - last
                     interval_by_host = merge_all(interval, "host")  # merged once: the row sums the hosts

@@ -18,7 +18,7 @@ Key = tuple[int, int]  # (host index, query index)
 
 class Stats:
     __slots__ = ("hist", "service", "queries", "errors", "error_codes", "error_messages", "read_rows", "read_bytes",
-                 "result_rows", "result_bytes", "over_limit")
+                 "result_rows", "result_bytes", "over_limit", "samples")
 
     def __init__(self) -> None:
         self.hist = Histogram()  # latency (open loop: from the planned time)
@@ -32,6 +32,7 @@ class Stats:
         self.result_rows = 0
         self.result_bytes = 0
         self.over_limit = 0
+        self.samples: list[float] | None = None  # every latency, when the run keeps them (cfg.raw)
 
     def merge(self, o: Stats) -> Stats:
         self.hist.merge(o.hist)
@@ -50,6 +51,11 @@ class Stats:
         self.result_rows += o.result_rows
         self.result_bytes += o.result_bytes
         self.over_limit += o.over_limit
+        if o.samples is not None:
+            if self.samples is None:
+                self.samples = list(o.samples)
+            else:
+                self.samples.extend(o.samples)
         return self
 
     def to_json(self) -> dict[str, Any]:
@@ -67,6 +73,8 @@ class Stats:
         }
         if self.service is not None:
             d["service_histogram"] = self.service.to_json()
+        if self.samples is not None:
+            d["latencies_ms"] = self.samples
         return d
 
     @classmethod
@@ -82,6 +90,8 @@ class Stats:
         for k in ("read_rows", "read_bytes", "result_rows", "result_bytes"):
             setattr(s, k, int(d.get(k, 0)))
         s.over_limit = int(d.get("over_latency_limit", 0))
+        if d.get("latencies_ms") is not None:
+            s.samples = [float(x) for x in d["latencies_ms"]]
         return s
 
 
@@ -105,11 +115,12 @@ def merge_into(total: dict[Key, Stats], part: dict[Key, Stats]) -> None:
 class Recorder:
     """Thread-safe sink for one process's connections."""
 
-    def __init__(self, latency_limit_ms: float, open_loop: bool) -> None:
+    def __init__(self, latency_limit_ms: float, open_loop: bool, raw: bool = False) -> None:
         self._lock = threading.Lock()
         self._cur: dict[Key, Stats] = {}
         self.limit = latency_limit_ms
         self.open_loop = open_loop
+        self.raw = raw
 
     def _stats(self, key: Key) -> Stats:
         st = self._cur.get(key)
@@ -117,6 +128,8 @@ class Recorder:
             st = self._cur[key] = Stats()
             if self.open_loop:
                 st.service = Histogram()
+            if self.raw:
+                st.samples = []
         return st
 
     def ok(self, key: Key, latency_ms: float, service_ms: float, read_rows: int | None, read_bytes: int | None,
@@ -124,6 +137,8 @@ class Recorder:
         with self._lock:
             st = self._stats(key)
             st.hist.record(latency_ms)
+            if st.samples is not None:
+                st.samples.append(latency_ms)
             if st.service is not None:
                 st.service.record(service_ms)
             st.queries += 1

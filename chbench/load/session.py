@@ -8,12 +8,13 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from chbench.errors import QueryError, ServerLost, SetupFailed
-from chbench.export.benchmark import level_lines, sweep_lines
+from chbench.load.benchmark_text import level_lines, sweep_lines
 from chbench.load.config import LoadConfig
-from chbench.load.document import level_entry, new_document, status_of, sweep_rows, views
+from chbench.load.document import level_entry, new_document, outcome_of, sweep_rows, views
 from chbench.load.engine import Host, LevelResult, Observer, SourceFactory, local_source, run_level
 from chbench.load.summary import benchmark_json, knee
-from chbench.results import LoadLevel, ResultsWriter, write_atomic
+from chbench.outcome import Outcome
+from chbench.results import LoadDocument, LoadLevel, ResultsWriter, write_atomic
 from chbench.targets import make_target
 from chbench.ui.load import make_display
 
@@ -66,10 +67,18 @@ def run_load(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str
 def _levels(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str | None, quiet: bool,
             err: TextIO, metrics: Observer | None, sources: SourceFactory) -> LevelResult:
     doc = new_document(cfg, hosts)
-    writer = ResultsWriter(out, doc)
+    with ResultsWriter(out, doc) as writer:  # an unexpected error still finishes the file ("failed")
+        last = _each_level(cfg, hosts, doc, writer, quiet, err, metrics, sources)
+    if json_path:
+        write_atomic(json_path, benchmark_json(views(cfg, hosts, last), last.seconds))
+    return last
+
+
+def _each_level(cfg: LoadConfig, hosts: list[Host], doc: LoadDocument, writer: ResultsWriter, quiet: bool,
+                err: TextIO, metrics: Observer | None, sources: SourceFactory) -> LevelResult:
     display = make_display(cfg, hosts, quiet=quiet)
     results: list[LevelResult] = []
-    status = "complete"
+    outcome = Outcome.COMPLETE
 
     def checkpoint(partial: LevelResult) -> None:
         doc.levels.append(level_entry(cfg, hosts, partial, final=False))
@@ -90,54 +99,64 @@ def _levels(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str 
         if entry.per_host:
             err.write("\n".join(per_host_lines(entry.per_host)) + "\n")
         err.flush()
-        status = entry.status
+        outcome = outcome_of(res)
         writer.checkpoint(force=True)
-        if status != "complete":
+        if outcome is not Outcome.COMPLETE:
             break
     if cfg.max_concurrency and len(results) > 1:
         rows = sweep_rows(results)
         k = knee(rows)
         doc.sweep = {"levels": rows, "knee": k}
         err.write("\n".join(sweep_lines(rows, k)) + "\n")
-    writer.finish(status)
     last = results[-1]
-    if json_path:
-        write_atomic(json_path, benchmark_json(views(cfg, hosts, last), last.seconds))
+    writer.finish(outcome, last.fatal or last.failure or ("interrupted" if last.interrupted else None))
     return last
 
 
 def run_capacity(cfg: LoadConfig, hosts: list[Host], search_args: dict[str, Any], out: str | None, quiet: bool,
                  err: TextIO, metrics: Observer | None = None,
                  sources: SourceFactory = local_source) -> tuple[dict[str, Any], LevelResult | None]:
-    """``--slo``: set-up, the capacity search (every step's runs kept as levels of the
-    results file, written after each step), tear-down. Returns the capacity and the run
-    that stopped the search early, if any (Ctrl-C, a lost server)."""
-    from chbench.load.capacity import Search, bracket_line, capacity_line, step_line
+    """``--slo``: set-up, the capacity search (its budget said first; every step kept as a
+    level of the results file, the running step's progress checkpointed), tear-down.
+    Returns the capacity and the run that stopped the search early, if any (Ctrl-C, a
+    lost server)."""
+    from chbench.load.capacity import Search, bracket_line, capacity_line, progress_line, step_line
 
     statements(cfg, hosts, cfg.setup, strict=True)
     doc = new_document(cfg, hosts)
-    writer = ResultsWriter(out, doc)
-
-    def levels(search: Search) -> list[LoadLevel]:
-        return [level_entry(replace(cfg, rate=rate), hosts, res) for rate, res in zip(search.rates, search.results,
-                                                                                       strict=True)]
-
-    def on_step(entry: dict[str, Any]) -> None:
-        if not quiet:
-            err.write(f"step {len(search.steps)}: {step_line(entry)}\n")
-            err.flush()
-        doc.levels = levels(search)
-        doc.capacity = {"steps": search.steps, "complete": False}
-        writer.checkpoint(force=True)
-
     try:
-        search = Search(cfg, hosts, display=make_display(replace(cfg, delay=0.0), hosts, quiet=True),
-                        on_step=on_step, metrics=metrics, sources=sources, **search_args)
-        cap = search.run()
-        doc.capacity, doc.levels = cap, levels(search)
-        writer.finish(status_of(search.stopped) if search.stopped else "complete")
-        err.write(bracket_line(cap, search.rate_min) + "\n" + capacity_line(cap) + "\n")
-        err.flush()
+        with ResultsWriter(out, doc) as writer:
+            def levels() -> list[LoadLevel]:
+                return [level_entry(replace(cfg, rate=rate), hosts, res)
+                        for rate, res in zip(search.rates, search.results, strict=True)]
+
+            def say(line: str) -> None:
+                err.write(line + "\n")
+                err.flush()
+
+            def on_progress(progress: dict[str, Any]) -> None:
+                if not quiet:
+                    say(progress_line(progress))
+                doc.capacity = {"steps": search.steps, "running": progress, "complete": False,
+                                "budget": search.budget.to_json(), "probe": search.probe}
+                writer.checkpoint(force=True)
+
+            def on_step(entry: dict[str, Any]) -> None:
+                if not quiet:
+                    say(f"step {len(search.steps)}: {step_line(entry)}")
+                doc.levels = levels()
+                doc.capacity = {"steps": search.steps, "complete": False, "budget": search.budget.to_json(),
+                                "probe": search.probe}
+                writer.checkpoint(force=True)
+
+            search = Search(cfg, hosts, display=make_display(replace(cfg, delay=0.0), hosts, quiet=True),
+                            on_step=on_step, on_progress=on_progress, say=say, metrics=metrics, sources=sources,
+                            **search_args)
+            cap = search.run()
+            doc.capacity, doc.levels = cap, levels()
+            writer.finish(outcome_of(search.stopped) if search.stopped else Outcome.COMPLETE)
+        say(bracket_line(cap, search.rate_min))
+        say(capacity_line(cap))
         return cap, search.stopped
     finally:
         for failure in statements(cfg, hosts, cfg.teardown, strict=False):

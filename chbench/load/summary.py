@@ -1,6 +1,6 @@
 """What a load run reports, as data: clickhouse-benchmark's JSON shape, the comparison
 verdicts, open-loop accounting, and the concurrency sweep with its knee (the text is
-``export/benchmark.py``)."""
+``load/benchmark_text.py``)."""
 
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ class Core:
         self.sqls = [q.sql for q in cfg.queries]
         self.members = cfg.members()  # the hosts of each target
         self.mix = Mix([q.weight for q in cfg.queries], cfg.randomize, cfg.seed, offset=worker)
-        self.recorder = Recorder(cfg.latency_limit_ms, cfg.open_loop)
+        self.recorder = Recorder(cfg.latency_limit_ms, cfg.open_loop, cfg.raw)
         self.stop = threading.Event()
         self.fatal: str | None = None  # the server is gone (exit 3)
         self.failure: str | None = None  # a query failed and the run stops (exit 1)
@@ -139,6 +139,13 @@ class Core:
                 self.failure = self.failure or f"stopped after {self._consecutive} consecutive errors; last: {message}"
                 self.stop.set()
 
+    def halt(self) -> None:
+        """Stop on purpose (Ctrl-C, a decided capacity step, the parent's word): the
+        schedule ends now, so what was planned after this moment is not counted as due."""
+        with self._lock:
+            self.deadline = min(self.deadline, time.monotonic())
+        self.stop.set()
+
     def lost(self, message: str) -> None:
         with self._lock:
             self.fatal = self.fatal or message
@@ -204,6 +211,10 @@ class Lane(threading.Thread):
         self.late = 0
         self.waiting: float | None = None  # open loop: planned time of a claimed request not started yet
         self.rng = random.Random(core.cfg.seed * 7919 + index)
+        self.order: list[int] = []  # cfg.lane_order: this lane's permutation of the queries, cycled
+        if core.cfg.lane_order:
+            self.order = list(range(len(core.cfg.queries)))
+            random.Random(core.cfg.seed * 1000 + index).shuffle(self.order)
 
     def run(self) -> None:
         try:
@@ -232,7 +243,7 @@ class Lane(threading.Thread):
         n_targets = len(members)
         random_pick = cfg.pick == "random"
         prefix = cfg.query_id_prefix
-        done = 0
+        done = done_or_failed = 0
         while True:
             slot = core.claim()
             if slot is None:
@@ -254,7 +265,8 @@ class Lane(threading.Thread):
                 h = hosts[0]
             else:  # a cluster target (or --roundrobin): this query's host, per-host stats
                 h = hosts[self.rng.randrange(len(hosts)) if random_pick else k % len(hosts)]
-            q = core.mix.pick(k)
+            q = self.order[done_or_failed % len(self.order)] if self.order else core.mix.pick(k)
+            done_or_failed += 1
             key = (h, q)
             target = self.targets[h]
             qid = f"{prefix}{core.worker}-{self.index}-{k}" if prefix else ""
@@ -305,7 +317,7 @@ def process_main(cfg: LoadConfig, settings: list[dict[str, str]], worker: int, q
     core.start(time.monotonic() + (start_at.value - time.time()))
     while core.alive() and not core.stop.is_set():
         if stop.wait(TICK_S):
-            core.stop.set()
+            core.halt()
         queue.put(("snap", worker, (core.recorder.swap(), core.status())))
     core.join(STOP_GRACE_S)
     queue.put(("done", worker, (core.recorder.swap(), core.status(final=True))))

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from chbench.errors import UsageError
+from chbench.outcome import Outcome
 from chbench.replay import analysis
 from chbench.replay.answers import check_answers
 from chbench.replay.player import LATE_MS, SPARE_LANES, Item, Player, PlayOptions, lanes_needed, run_players
@@ -176,7 +177,7 @@ def new_document(opts: ReplayOptions, p: Plan, sides: list[Side], prefix: str) -
 
 
 def replay(opts: ReplayOptions, out: str | None, on_tick: Callable[[ReplayDocument, list[Side]], None],
-           ) -> tuple[ReplayDocument, list[Side], str]:
+           ) -> tuple[ReplayDocument, list[Side], Outcome]:
     """The whole replay; the document is written to ``out`` however it ends. Returns it,
     the sides and how it ended (complete, interrupted, server_lost)."""
     p = plan(opts)
@@ -195,9 +196,9 @@ def replay(opts: ReplayOptions, out: str | None, on_tick: Callable[[ReplayDocume
         if opts.check_answers and len(sides) == 2 and not interrupted:
             doc.answers = _answers(opts, p, sides)
         fatal = next((s.player.fatal for s in sides if s.player and s.player.fatal), None)
-        status = "interrupted" if interrupted else "server_lost" if fatal else "complete"
-        writer.finish(status, "interrupted" if interrupted else fatal)
-    return doc, sides, status
+        outcome = Outcome.INTERRUPTED if interrupted else Outcome.SERVER_LOST if fatal else Outcome.COMPLETE
+        writer.finish(outcome, "interrupted" if interrupted else fatal)
+    return doc, sides, outcome
 
 
 def _play(opts: ReplayOptions, p: Plan, sides: list[Side], doc: ReplayDocument, writer: ResultsWriter, prefix: str,

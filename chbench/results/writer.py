@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from chbench.errors import ServerLost, UsageError
+from chbench.errors import UsageError
+from chbench.outcome import Outcome
 from chbench.results.document import Document
 from chbench.results.environment import now_iso
 from chbench.results.store import write_atomic
@@ -47,9 +48,9 @@ class ResultsWriter:
         write_atomic(self.path, self.doc.to_json())
         self._last = time.monotonic()
 
-    def finish(self, status: str = "complete", reason: str | None = None) -> None:
-        """The final write: ``status`` and, for a stop, why."""
-        self.doc.status = status
+    def finish(self, outcome: Outcome = Outcome.COMPLETE, reason: str | None = None) -> None:
+        """The final write: the outcome's status and, for a stop, why."""
+        self.doc.status = outcome.status
         if reason:
             self.doc.meta.extra["stop_reason"] = reason
         self.finished = True
@@ -64,10 +65,8 @@ class ResultsWriter:
         if self.finished:
             return
         if kind is None:
-            self.finish("complete")
-        elif issubclass(kind, KeyboardInterrupt):
-            self.finish("interrupted", "interrupted")
-        elif issubclass(kind, ServerLost):
-            self.finish("server_lost", str(exc))
-        else:
-            self.finish("failed", str(exc).strip().splitlines()[0] if str(exc).strip() else kind.__name__)
+            self.finish(Outcome.COMPLETE)
+            return
+        outcome = Outcome.of(kind)
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else kind.__name__
+        self.finish(outcome, "interrupted" if outcome is Outcome.INTERRUPTED else why)

@@ -23,18 +23,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from chbench.errors import (
-    EXIT_FINDING,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_SERVER_LOST,
-    EXIT_USAGE,
-    ConnectError,
-    QueryError,
-    ServerLost,
-)
+from chbench.errors import ConnectError, QueryError, ServerLost
 from chbench.explain.collect import collect
 from chbench.machine.recorder import MachineRecorder
+from chbench.outcome import Outcome
 from chbench.plan import Plan, SidePlan, compared_pairs, round_order
 from chbench.results import Calibration, Meta, ResultsWriter, RunDocument, RunQuery, RunSample, RunTarget
 from chbench.results.environment import now_iso
@@ -94,8 +86,12 @@ class QueryState:
 @dataclass
 class RunOutcome:
     doc: RunDocument
-    exit_code: int
+    outcome: Outcome
     message: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return self.outcome.exit_code
 
 
 class Runner:
@@ -202,9 +198,9 @@ class Runner:
                 if self.machine is not None:
                     self.machine.close()
             if stop is not None:
-                self.writer.finish(stop[0], stop[2])
-                return RunOutcome(self.doc, stop[1], stop[2])
-            self.writer.finish("complete")
+                self.writer.finish(*stop)
+                return RunOutcome(self.doc, *stop)
+            self.writer.finish(Outcome.COMPLETE)
         failed = [st.name for st in states if st.entry.errors]
         problems = [f"side {sid}: set-up failed: {why}" for sid, why in self.failed_sides.items()]
         if failed:
@@ -216,12 +212,13 @@ class Runner:
         if unreadable:
             problems.append(f"{len(unreadable)} test file{'s' if len(unreadable) > 1 else ''} could not be read: "
                             f"{_some(unreadable)}")
-            return RunOutcome(self.doc, EXIT_USAGE, "; ".join(problems))
-        return RunOutcome(self.doc, EXIT_FINDING, "; ".join(problems)) if problems else RunOutcome(self.doc, EXIT_OK)
+            return RunOutcome(self.doc, Outcome.BAD_INPUT, "; ".join(problems))
+        return RunOutcome(self.doc, Outcome.FINDING, "; ".join(problems)) if problems else \
+            RunOutcome(self.doc, Outcome.COMPLETE)
 
-    def _sessions(self, states: list[QueryState]) -> tuple[str, int, str] | None:
-        """Every session (one unless --sessions), then the server metrics; (status, exit
-        code, why) if stopped early."""
+    def _sessions(self, states: list[QueryState]) -> tuple[Outcome, str] | None:
+        """Every session (one unless --sessions), then the server metrics; (outcome, why)
+        if stopped early."""
         stop = self._measure(states, 0)
         for k in range(1, self.plan.sessions):
             if stop is not None:
@@ -235,16 +232,15 @@ class Runner:
             stop = self._guard(self._explain)
         return stop
 
-    def _guard(self, step: Callable[[], None]) -> tuple[str, int, str] | None:
+    def _guard(self, step: Callable[[], None]) -> tuple[Outcome, str] | None:
         try:
             step()
-        except KeyboardInterrupt:
-            return "interrupted", EXIT_INTERRUPTED, "interrupted"
-        except ServerLost as e:
-            return "server_lost", EXIT_SERVER_LOST, str(e)
+        except (KeyboardInterrupt, ServerLost) as e:
+            outcome = Outcome.of(type(e))
+            return outcome, "interrupted" if outcome is Outcome.INTERRUPTED else str(e)
         return None
 
-    def _measure(self, states: list[QueryState], session: int) -> tuple[str, int, str] | None:
+    def _measure(self, states: list[QueryState], session: int) -> tuple[Outcome, str] | None:
         """One session: (set-up, the first time), warm-up and rounds."""
         def body() -> None:
             if session == 0:

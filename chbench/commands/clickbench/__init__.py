@@ -4,12 +4,12 @@ subcommand, listed once in ``SUBCOMMANDS``."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from chbench.errors import UsageError
 
 if TYPE_CHECKING:
+    from chbench.clickbench.stress import Connect
     from chbench.targets import Target
 
 NAME = "clickbench"
@@ -68,10 +68,9 @@ def one_target(args: argparse.Namespace, say_where: bool = False) -> Target:
     return t
 
 
-def maker(args: argparse.Namespace) -> Callable[[], Target]:
-    """A factory of fresh connections to the target (stress workers, the writer)."""
+def maker(args: argparse.Namespace) -> Connect:
+    """Where stress connects (its lanes, the writer): the target's spec and credentials."""
+    from chbench.clickbench.stress import Connect
     from chbench.commands.connection import credentials, target_specs
-    from chbench.targets import make_target
 
-    spec, creds = target_specs(args)[0], credentials(args)
-    return lambda: make_target(spec, creds, light=True)
+    return Connect(target_specs(args)[0], credentials(args))
