@@ -140,10 +140,10 @@ def test_every_results_writer_is_a_context_manager():
         entered = {ast.unparse(item.context_expr) for n in ast.walk(tree) if isinstance(n, ast.With | ast.AsyncWith)
                    for item in n.items}
         for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
-                    ast.unparse(node.value.func) == "ResultsWriter":
-                if not any(ast.unparse(t) in entered for t in node.targets):
-                    bad.append(f"{path}:{node.lineno}")
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                    and ast.unparse(node.value.func) == "ResultsWriter"
+                    and not any(ast.unparse(t) in entered for t in node.targets)):
+                bad.append(f"{path}:{node.lineno}")
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "ResultsWriter"]
         assigned = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)]
         bad += [f"{path}:{c.lineno} neither entered nor bound" for c in calls

@@ -7,8 +7,8 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
-from chbench.load.benchmark_text import text_report
 from chbench.export.numbers import num
+from chbench.load.benchmark_text import text_report
 from chbench.load.config import LoadConfig
 from chbench.load.engine import Host
 from chbench.load.recorder import Stats
