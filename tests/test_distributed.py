@@ -246,8 +246,10 @@ def test_capacity_search_and_live_metrics_on_the_master(modern: ModernServer, tm
     assert r.code == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "capacity: 60.0 QPS"
     doc = load(c.out)
-    assert doc["capacity"]["rate"] == 60 and [s["verdict"] for s in doc["capacity"]["steps"]] == ["holds"] * 3
-    assert all(lv["workers"] == 2 and len(lv["per_worker"]) == 2 for lv in doc["levels"])
+    cap = doc["capacity"]  # the probe answers far more than --rate-max: the first step is at it, and holds
+    assert cap["rate"] == 60 and [s["verdict"] for s in cap["steps"]] == ["holds"] and cap["ended_by"] == "rate-max"
+    assert len(doc["levels"]) == len(cap["probe"]["levels"]) + 1  # the probe's levels are kept, then the step
+    assert all(lv["workers"] == 2 and len(lv["per_worker"]) == 2 for lv in doc["levels"][-1:])
     total = sum(lv["total"]["queries"] for lv in doc["levels"])
     assert total == logged(modern, c.prefix)
     assert last is not None

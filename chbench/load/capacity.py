@@ -5,7 +5,7 @@ The budget (``Budget``): each SLO needs a number of requests per step before its
 interval can lie within its limit (a p99: 368; an error rate of 0.1%: 3,688 without an
 error), so a step that holds at rate R lasts at least that many requests / R; the whole
 search, its probe included, stops within ``--max-time`` (default 10 min). A short
-closed-loop probe with every connection measures what the server sustains, and the
+closed-loop probe (1, 2, 4 … connections) measures what the server answers, and the
 steps start just below it (``Search``), so the requests are spent near the answer, not
 at ``--rate-min``. Each step is an open-loop level at one offered rate (``run_level``,
 so it works in one process, with ``--workers`` and through ``--master`` alike) that is
@@ -170,7 +170,7 @@ class Budget:
         return [f"Capacity search: {needs} per step before it can hold (95% intervals); a step that breaks is "
                 f"stopped as soon as it is certain (99.9%).",
                 f"A closed-loop probe first (1, 2, 4 … {self.lanes} connections, {self.probe_s:g} s at most), then "
-                f"steps from 0.9x the most it answered; at most {_duration(self.max_time)} in all (--max-time), "
+                f"steps from {START:g}x the most it answered; at most {_duration(self.max_time)} in all (--max-time), "
                 "after which the bracket found so far is the answer."]
 
     def to_json(self) -> dict[str, Any]:
@@ -185,10 +185,11 @@ def _duration(s: float) -> str:
 class Search:
     """The steps of one capacity search, and where it stands.
 
-    It starts near the capacity a short closed-loop probe sustained (``START`` of it),
-    moves by ``GROW`` (up) or halves (down) until one step holds and one does not, then
-    bisects. A step runs until it is decided: *breaks* as soon as an SLO's 99.9% interval
-    lies beyond its limit (looked at each time the step's requests grew by a quarter),
+    It starts near the capacity a short closed-loop probe answered (``START`` of it),
+    moves up by ``GROW`` and down by ``GROW`` (by half below ``NEAR`` of the probe's rate)
+    until one step holds and one does not, then bisects. A step runs until it is
+    decided: *breaks* as soon as an SLO's 99.9% interval lies beyond its limit (looked at
+    each time the step's requests grew by a quarter, after its first ``EARLY_MIN_S``),
     *holds* once every SLO's 95% interval lies within (looked at after the step's planned
     length and after each of ``MAX_EXTENSIONS`` more), else it counts as not holding
     (at once when an undecided SLO's estimate already lies beyond its limit).
@@ -211,6 +212,7 @@ class Search:
         self.stopped: LevelResult | None = None  # a step that ended the search (Ctrl-C, lost server)
         self.probe: dict[str, Any] | None = None
         self.probe_qps = 0.0
+        self.probe_results: list[LevelResult] = []  # the probe's levels (closed loop), kept in the file too
         self.ended_by = "bracket"  # or "budget", "rate-min", "rate-max", "steps", "stopped"
         self.deadline = math.inf
 
@@ -229,6 +231,7 @@ class Search:
         while lanes <= self.cfg.concurrency and time.monotonic() < deadline and not self.stopped:
             cfg = replace(self.cfg, rate=0.0, poisson=False, timelimit=PROBE_LEVEL_S, iterations=0, concurrency=lanes)
             res = run_level(cfg, self.hosts, lanes, self.display, metrics=self.metrics, sources=self.sources)
+            self.probe_results.append(res)
             total = res.total()
             qps = total.queries / res.seconds if res.seconds > 0 else 0.0
             rows.append({"lanes": lanes, "seconds": round(res.seconds, 3), "queries": total.queries,

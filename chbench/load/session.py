@@ -126,9 +126,11 @@ def run_capacity(cfg: LoadConfig, hosts: list[Host], search_args: dict[str, Any]
     doc = new_document(cfg, hosts)
     try:
         with ResultsWriter(out, doc) as writer:
-            def levels() -> list[LoadLevel]:
-                return [level_entry(replace(cfg, rate=rate), hosts, res)
-                        for rate, res in zip(search.rates, search.results, strict=True)]
+            def levels() -> list[LoadLevel]:  # the probe's closed-loop levels, then every step
+                return [*(level_entry(replace(cfg, rate=0.0, poisson=False), hosts, res)
+                          for res in search.probe_results),
+                        *(level_entry(replace(cfg, rate=rate), hosts, res)
+                          for rate, res in zip(search.rates, search.results, strict=True))]
 
             def say(line: str) -> None:
                 err.write(line + "\n")

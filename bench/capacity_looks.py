@@ -1,0 +1,86 @@
+"""How often a capacity step's looks decide wrongly (issue 28), by simulation: the real
+``_Looks`` of ``chbench/load/capacity.py`` fed seeded synthetic steps tick by tick.
+
+    python bench/capacity_looks.py                 # ~1 min
+    python bench/capacity_looks.py --steps 2000
+
+An ``errors<=0.1%`` step at 100 QPS (planned length 40.6 s: 3,688 requests × 1.1), errors
+independent with a true rate of 0.05%, 0.1% and 0.2%; the looks as the search makes them
+(early: 99.9% from 50 requests and 5 s, each time the requests grew by a quarter; full:
+95% at 1x, 2x, 3x the planned length; an undecided step leaning beyond the limit ends at
+a full look). Reported per true rate: the share of steps that hold, break, stay
+undecided, and the median seconds to the decision. A false break is a break below the
+limit; a false hold, a hold above it. Writes bench/out/capacity_looks.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+OUT = REPO / "bench" / "out"
+
+from chbench.load.capacity import MAX_EXTENSIONS, Budget, Step, _Looks, parse_slo, samples_to_decide  # noqa: E402
+from chbench.load.recorder import Stats  # noqa: E402
+
+RATE = 100.0
+TICK_S = 0.2
+
+
+class _Search:
+    def __init__(self, slos: list[Any]) -> None:
+        self.slos, self.steps = slos, []
+
+    def on_progress(self, p: dict[str, Any]) -> None:
+        pass
+
+
+def one_step(p: float, rng: np.random.Generator, slos: list[Any], hold_s: float) -> tuple[str, float]:
+    looks = _Looks(_Search(slos), RATE, hold_s)  # type: ignore[arg-type]
+    st = Stats()
+    totals = {(0, 0): st}
+    t = 0.0
+    per_tick = int(RATE * TICK_S)
+    while t < hold_s * (1 + MAX_EXTENSIONS):
+        t += TICK_S
+        errors = int(rng.binomial(per_tick, p))
+        st.errors += errors
+        st.queries += per_tick - errors
+        n = st.queries + st.errors
+        if looks(totals, {"due": n, "started": n, "late": 0}, t):
+            return looks.verdict, t
+    final = looks.final(Step(RATE, st, t, n, n, 0))
+    return ("undecided" if any(j["verdict"] != "holds" for j in final) and
+            not any(j["verdict"] == "breaks" for j in final) else
+            "breaks" if any(j["verdict"] == "breaks" for j in final) else "holds"), t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=400)
+    args = ap.parse_args()
+    slos = [parse_slo("errors<=0.1%")]
+    budget = Budget([(s, samples_to_decide(s)) for s in slos], 600.0, 12.0, 64)
+    hold_s = budget.hold_seconds(RATE, 10.0)
+    rng = np.random.default_rng(28)
+    res: dict[str, Any] = {"rate_qps": RATE, "hold_s": round(hold_s, 1), "steps": args.steps, "cases": {}}
+    for p in (0.0005, 0.001, 0.002):
+        out = [one_step(p, rng, slos, hold_s) for _ in range(args.steps)]
+        row = {v: round(sum(1 for x, _ in out if x == v) / len(out), 4) for v in ("holds", "breaks", "undecided")}
+        row["median_s"] = round(statistics.median(t for _, t in out), 1)
+        res["cases"][f"{p:.2%}"] = row
+        print(f"true error rate {p:.2%}: {json.dumps(row)}", flush=True)
+    OUT.mkdir(exist_ok=True)
+    (OUT / "capacity_looks.json").write_text(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    main()
