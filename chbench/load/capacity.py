@@ -358,25 +358,29 @@ class _Looks:
         self.judged: list[dict[str, Any]] | None = None
 
     def __call__(self, totals: dict[Key, Stats], live: dict[str, Any], elapsed: float) -> bool:
+        n = sum(st.queries + st.errors for st in totals.values())
+        full = elapsed >= self.next_hold
+        early = n >= self.next_n and elapsed >= EARLY_MIN_S
+        if not (full or early or elapsed - self.last_progress >= PROGRESS_S):
+            return False  # nothing to judge or say this tick: the histograms are not merged
         total = Stats()
         for st in totals.values():
             total.merge(st)
-        n = total.queries + total.errors
         step = Step(self.rate, total, elapsed, live.get("due") or 0, live.get("started", 0), live.get("late", 0))
         decided = False
-        if elapsed >= self.next_hold:  # a full look: 95% both ways
+        if full:  # a full look: 95% both ways
             self.looks += 1
             self.next_hold += self.hold_s
             self.judged = step.judged(self.search.slos)
             # undecided with an estimate beyond a limit: more requests would most likely
             # show it breaks, and not holding is what an undecided step counts as anyway
             decided = _verdict(self.judged) != "undecided" or _leaning_to_break(self.search.slos, self.judged)
-        elif n >= self.next_n and elapsed >= EARLY_MIN_S:  # an early look: only a certain break ends the step
+        elif early:  # an early look: only a certain break ends the step
             self.next_n = max(n + 1, math.ceil(n * LOOK_GROWTH))
-            early = step.judged(self.search.slos, INTERIM)
-            decided = _verdict(early) == "breaks"
+            interim = step.judged(self.search.slos, INTERIM)
+            decided = _verdict(interim) == "breaks"
             if decided:
-                self.judged = early
+                self.judged = interim
         if decided:
             self.verdict, self.decided_at = _verdict(self.judged or []), elapsed
         if decided or elapsed - self.last_progress >= PROGRESS_S:
