@@ -44,8 +44,3 @@ class Outcome(Enum):
         if issubclass(kind, ServerLost | EngineLost):
             return cls.SERVER_LOST
         return cls.FAILED
-
-    @classmethod
-    def from_status(cls, status: str) -> Outcome:
-        """A finished file's status read back (``complete`` reads as no finding)."""
-        return next((o for o in cls if o.status == status), cls.FAILED)

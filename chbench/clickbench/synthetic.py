@@ -302,8 +302,5 @@ FROM ({latent})"""
     return f"SELECT\n    {body}\nFROM ({strings})"
 
 
-COLUMNS_EXPECTED = 105
-
-
 def insert_sql(seed: int, total: int, start: int, count: int, table: str = TABLE) -> str:
     return f"INSERT INTO {table}\n{select_sql(seed, total, start, count)}"

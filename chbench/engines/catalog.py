@@ -114,9 +114,6 @@ class Catalog:
 
         return sorted(sorted(lines, key=dist)[:k], key=vkey)
 
-    def by_clickhouse(self, full: str) -> Release | None:
-        return next((r for r in self.engines() if r.clickhouse == full), None)
-
     def for_package(self, package: str, version: str) -> Release | None:
         return next((r for r in self.releases if r.package == package and r.version == version), None)
 

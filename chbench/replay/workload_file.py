@@ -26,11 +26,6 @@ from chbench.results.store import write_file_atomic
 
 FORMAT_VERSION = 1
 HEADER_KEY = "chbench_workload"
-# every query line has these keys (docs/replay.md)
-RECORD_KEYS = ("t", "start_time", "query", "database", "user", "settings", "normalized_query_hash", "duration_ms",
-               "read_rows", "read_bytes", "result_rows", "memory_usage", "exception_code", "session")
-
-
 def iso_us(us: int) -> str:
     """ISO-8601 UTC with microseconds, from microseconds since the epoch."""
     return datetime.fromtimestamp(us // 1_000_000, timezone.utc).replace(microsecond=us % 1_000_000).isoformat() \

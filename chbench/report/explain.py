@@ -26,9 +26,22 @@ COLUMNS = [
 
 
 def why_lines(cmp: Comparison) -> list[Text]:
-    """One line per slower or faster query (console and Markdown under the table)."""
-    return [Text(f"Why {r.name} ({change(r.ratio)}): {r.why['summary']}", "summary", {"data-why": r.name})
-            for r in cmp.doc.queries if r.why and r.why.get("summary")]
+    """One line per slower or faster query (console and Markdown under the table). A reason
+    with no evidence behind it (no profile to read: the embedded engine keeps no query_log)
+    is the same for every query, so it is said once, naming them."""
+    lines: list[Text] = []
+    bare: dict[str, list[Any]] = {}
+    for r in cmp.doc.queries:
+        if not (r.why and r.why.get("summary")):
+            continue
+        if r.why.get("counters") or r.why.get("operators"):
+            lines.append(Text(f"Why {r.name} ({change(r.ratio)}): {r.why['summary']}", "summary", {"data-why": r.name}))
+        else:
+            bare.setdefault(r.why["summary"], []).append(r)
+    for summary, rows in bare.items():
+        names = ", ".join(f"{r.name} ({change(r.ratio)})" for r in rows)
+        lines.append(Text(f"Why {names}: {summary}", "summary", {"data-why": " ".join(r.name for r in rows)}))
+    return lines
 
 
 def _table(ranked: list[MetricChange], top: int) -> Table:

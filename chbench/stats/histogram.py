@@ -130,11 +130,6 @@ class Histogram:
     def percentiles(self, ps: Iterable[float]) -> dict[float, float | None]:
         return {p: self.percentile(p) for p in ps}
 
-    def count_above(self, ms: float) -> int:
-        """How many values exceeded ms (to bucket resolution)."""
-        limit = bucket_of(int(ms * 1000.0))
-        return sum(n for i, n in self.counts.items() if i > limit)
-
     def values(self, cap: int | None = None) -> Iterator[tuple[float, int]]:
         """(representative value in ms, count) per bucket, ascending; with cap, counts
         are thinned proportionally so that at most ~cap values come out."""

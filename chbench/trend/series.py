@@ -45,7 +45,8 @@ def trend_object(nway: NWayComparison, versions: list[str]) -> dict[str, Any]:
     if rounds is not None and rounds < need:
         out["note"] = (f"some queries have {rounds} paired rounds: with false alarms controlled over {family} "
                        f"adjacent comparisons × {len(names)} queries, a speed step needs at least {need} (the "
-                       "signed-rank test's smallest p-value): run adaptive (no --iterations) or with more")
+                       "signed-rank test's smallest p-value): give it more (--iterations, or --max-time-per-query "
+                       "when adaptive: a slow query's time budget ends its rounds first)")
     return out
 
 
