@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 OUT = REPO / "bench" / "out"
 
-from chbench.load.capacity import MAX_EXTENSIONS, Budget, Step, _Looks, parse_slo, samples_to_decide  # noqa: E402
+from chbench.load.capacity import MAX_EXTENSIONS, Budget, CapacityStep, _Looks, parse_slo, samples_to_decide  # noqa: E402
 from chbench.load.recorder import Stats  # noqa: E402
 
 RATE = 100.0
@@ -57,7 +57,7 @@ def one_step(p: float, rng: np.random.Generator, slos: list[Any], hold_s: float)
         n = st.queries + st.errors
         if looks(totals, {"due": n, "started": n, "late": 0}, t):
             return looks.verdict, t
-    final = looks.final(Step(RATE, st, t, n, n, 0))
+    final = looks.final(CapacityStep(RATE, st, t, n, n, 0))
     return ("undecided" if any(j["verdict"] != "holds" for j in final) and
             not any(j["verdict"] == "breaks" for j in final) else
             "breaks" if any(j["verdict"] == "breaks" for j in final) else "holds"), t

@@ -4,7 +4,7 @@ decides where the measuring engine runs under ``--master``/``--worker``.
 
     python bench/gevent_accuracy.py          # ~2 min, the 26.9 server started here
 
-The same engine code (``load.worker.Core``, lanes as threads, the native target) runs in
+The same engine code (``load.lanes.Core``, lanes as threads, the native target) runs in
 two child processes one after the other: plain, and after ``import locust``. Each does
   - timer: 2,000 sleeps of 1 ms, the overshoot of each;
   - open loop: SELECT 1 at 600 QPS for 10 s, -c 8: late starts (> 5 ms) and p99 latency
@@ -29,7 +29,7 @@ def child(mode: str, url: str) -> dict:
         import locust  # noqa: F401 - the monkey-patching is the point
 
     from chbench.load.config import LoadConfig
-    from chbench.load.worker import Core
+    from chbench.load.lanes import Core
     from chbench.targets import Credentials
     from chbench.workload import Query
 

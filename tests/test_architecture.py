@@ -170,3 +170,27 @@ def test_capabilities_know_only_what_the_document_says():
             if parts[0] == "chbench" and len(parts) > 1 and parts[1] in CAPABILITY_RULES.get(top, ()):
                 bad.append(f"{path} imports {m}")
     assert bad == []
+
+
+def test_one_class_per_name():
+    """One meaning per name: two public classes never share one (``Plan``, ``Side``,
+    ``Step``, … each name one thing; the replay's own are ``ReplayPlan``, ``ReplaySide``)."""
+    where: dict[str, list[str]] = {}
+    for path, tree in _modules():
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                where.setdefault(node.name, []).append(path)
+    assert {name: paths for name, paths in where.items() if len(paths) > 1} == {}
+
+
+def test_one_meaning_per_word_in_module_names():
+    """`session` is the runner's --sessions and chDB's session, never a module (a command
+    from plan to file is its ``driver.py``); `engine` is a ClickHouse build (engines/,
+    targets/); `worker` is a Locust worker (distributed/) or a --workers process."""
+    bad = []
+    for p in PACKAGE.rglob("*.py"):
+        rel = str(p.relative_to(PACKAGE))
+        if p.stem == "session" or ("engine" in p.stem and rel.split("/")[0] not in ("engines", "targets", "commands")) \
+                or (p.stem == "worker" and rel != "distributed/worker.py"):
+            bad.append(rel)
+    assert bad == []

@@ -186,7 +186,7 @@ def test_a_killed_engine_process_is_a_lost_target_and_keeps_the_results(tmp_path
     try:
         wait_for_results(out, proc, lambda d: len(d["queries"][0]["samples"]) >= 3)
         workers = [c for c in psutil.Process(proc.pid).children(recursive=True)
-                   if any("worker.py" in part for part in c.cmdline())]
+                   if any("child.py" in part for part in c.cmdline())]
         assert len(workers) == 1
         workers[0].kill()
         _, err = proc.communicate(timeout=60)

@@ -308,7 +308,7 @@ def test_live_view_on_a_terminal():
     from rich.console import Console
 
     from chbench.load.config import LoadConfig
-    from chbench.load.engine import Host
+    from chbench.load.levels import Host
     from chbench.load.recorder import Stats
     from chbench.targets import Credentials
     from chbench.ui.load import LiveDisplay

@@ -161,7 +161,7 @@ def test_cluster_target_urls_split_into_hosts():
 def test_no_worker_gets_a_share_of_zero_iterations():
     """-i 1 --workers 2: one process (a share of 0 iterations would mean 'no limit')."""
     from chbench.load.config import LoadConfig
-    from chbench.load.engine import LocalSource, ProcessSource, local_source
+    from chbench.load.levels import LocalSource, ProcessSource, local_source
     from chbench.targets import Credentials
     from chbench.workload import Query
 

@@ -93,7 +93,7 @@ def test_trend_of_too_few_rounds_says_so_and_writes_strict_json(tmp_path):
     import json
 
     from chbench.compare import CompareOptions
-    from chbench.trend.session import add_trend
+    from chbench.trend.driver import add_trend
 
     out, _ = _three_sided(tmp_path, iterations=3)
     trend = add_trend(str(out), ["v1", "v2", "v3"], CompareOptions())

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chbench.bisect.search import Decision, Step
+from chbench.bisect.search import BisectStep, Decision
 from chbench.stats.paired import hl_interval
 
 Z95 = 1.959964
@@ -51,7 +51,7 @@ class SpeedJudge:
     precision: float | None = None  # a decided comparison goes on until its interval is within ±this
     found: dict[tuple[int, int], tuple[float, float, float]] = field(default_factory=dict)  # centre, lo, hi (log)
 
-    def compare(self, old: int, new: int) -> Step:
+    def compare(self, old: int, new: int) -> BisectStep:
         h = math.log1p(self.threshold / 2)
         d: list[float] = []
         rounds = self.first_rounds
@@ -72,7 +72,7 @@ class SpeedJudge:
             detail["ci"] = [math.exp(lo), math.exp(hi)] if math.isfinite(lo) and math.isfinite(hi) else None
             detail["summary"] = f"{math.expm1(centre):+.1%}" + (
                 f" [{math.expm1(lo):+.1%}, {math.expm1(hi):+.1%}]" if detail["ci"] else "")
-        return Step(old, new, decision, leaning, detail)
+        return BisectStep(old, new, decision, leaning, detail)
 
     def explains(self, ref: int, k: int, end: int) -> bool | None:
         """True when ref → k surely accounts for ref → end: what is left (their
@@ -114,7 +114,7 @@ class AnswerJudge:
             self.cache[i] = self.answer(i)
         return self.cache[i]
 
-    def compare(self, old: int, new: int) -> Step:
+    def compare(self, old: int, new: int) -> BisectStep:
         from chbench.upgrade.checks import answers_equal
 
         a, b = self.get(old), self.get(new)
@@ -127,7 +127,7 @@ class AnswerJudge:
         decision = Decision.SAME if equal is True else Decision.CHANGED if equal is False else Decision.UNKNOWN
         leaning = decision if decision is not Decision.UNKNOWN else Decision.SAME
         detail = {"answers": {"old": _brief(a), "new": _brief(b)}, "summary": _answer_summary(a, b, equal)}
-        return Step(old, new, decision, leaning, detail)
+        return BisectStep(old, new, decision, leaning, detail)
 
     def explains(self, ref: int, k: int, end: int) -> bool | None:
         return self.compare(k, end).decision is Decision.SAME

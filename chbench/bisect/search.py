@@ -35,7 +35,7 @@ class Decision(str, Enum):
 
 
 @dataclass
-class Step:
+class BisectStep:
     """One comparison: version ``old`` against ``new`` (indexes into the range)."""
 
     old: int
@@ -54,7 +54,7 @@ class Step:
 class Judge(Protocol):
     """Compares two versions of the range (indexes), measuring as long as it needs."""
 
-    def compare(self, old: int, new: int) -> Step: ...
+    def compare(self, old: int, new: int) -> BisectStep: ...
 
     def explains(self, ref: int, k: int, end: int) -> bool | None:
         """Whether ref → k (both measured) accounts for all of ref → end, from the
@@ -63,12 +63,12 @@ class Judge(Protocol):
 
 
 @dataclass
-class Change:
+class VersionChange:
     """A change found: the last version like the one before it, the first unlike."""
 
     last_same: int
     first_changed: int
-    step: Step  # the adjacent comparison last_same → first_changed
+    step: BisectStep  # the adjacent comparison last_same → first_changed
     confirmed: bool  # that adjacent comparison itself says changed
 
     def to_json(self, versions: list[str]) -> dict[str, Any]:
@@ -82,16 +82,16 @@ class Change:
 
 
 @dataclass
-class Search:
+class BisectSearch:
     n: int
-    steps: list[Step] = field(default_factory=list)
-    changes: list[Change] = field(default_factory=list)
+    steps: list[BisectStep] = field(default_factory=list)
+    changes: list[VersionChange] = field(default_factory=list)
     found: bool = False  # OLD and NEW differ
 
 
-def bisect(n: int, judge: Judge) -> Search:
+def bisect(n: int, judge: Judge) -> BisectSearch:
     """Every change between index 0 and n−1 the comparisons can see."""
-    s = Search(n)
+    s = BisectSearch(n)
     if n < 2:
         return s
     total = _ask(s, judge, 0, n - 1, "OLD against NEW")
@@ -103,7 +103,7 @@ def bisect(n: int, judge: Judge) -> Search:
         k = _halve(s, judge, ref, n - 1)
         step = _ask(s, judge, k - 1, k, "the step found, adjacent versions") if k - 1 != ref else \
             next(x for x in reversed(s.steps) if (x.old, x.new) == (ref, k))
-        s.changes.append(Change(k - 1, k, step, step.decision is Decision.CHANGED))
+        s.changes.append(VersionChange(k - 1, k, step, step.decision is Decision.CHANGED))
         if k == n - 1:
             return s
         whole = judge.explains(ref, k, n - 1)
@@ -115,7 +115,7 @@ def bisect(n: int, judge: Judge) -> Search:
         ref = k
 
 
-def _halve(s: Search, judge: Judge, ref: int, end: int) -> int:
+def _halve(s: BisectSearch, judge: Judge, ref: int, end: int) -> int:
     """The first index after ``ref`` that differs from it (``end`` does)."""
     lo, hi = ref, end
     while hi - lo > 1:
@@ -127,7 +127,7 @@ def _halve(s: Search, judge: Judge, ref: int, end: int) -> int:
     return hi
 
 
-def _ask(s: Search, judge: Judge, old: int, new: int, why: str) -> Step:
+def _ask(s: BisectSearch, judge: Judge, old: int, new: int, why: str) -> BisectStep:
     for made in s.steps:  # every comparison once: a cached step is not measured again
         if (made.old, made.new) == (old, new):
             return made

@@ -2,7 +2,7 @@
 while a background writer streams rows into another table.
 
 Concurrent test: ``N`` connections, each cycling through its own seeded permutation
-of the 43 queries until the time is up — on load's lanes (``load/engine.py``), as every
+of the 43 queries until the time is up — on load's lanes (``load/levels.py``), as every
 closed-loop level is. QPS counts successful queries per second of wall time; the error
 ratio is failed / started; latencies are kept raw, per query.
 """
@@ -22,7 +22,7 @@ from chbench.clickbench.runner import statement
 from chbench.clickbench.synthetic import select_sql
 from chbench.errors import QueryError, ServerLost, UsageError
 from chbench.load.config import LoadConfig
-from chbench.load.engine import probe_hosts, run_level
+from chbench.load.levels import probe_hosts, run_level
 from chbench.targets import Credentials, Target, make_target
 from chbench.ui.load import make_display
 from chbench.workload import Query

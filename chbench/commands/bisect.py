@@ -71,7 +71,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from chbench.bisect.session import BisectOptions, run_bisect
+    from chbench.bisect.driver import BisectOptions, run_bisect
     from chbench.export import get_exporter
     from chbench.export.sections import Report
     from chbench.report.bisect import bisect_section

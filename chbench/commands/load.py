@@ -23,7 +23,7 @@ from chbench.errors import UsageError
 if TYPE_CHECKING:
     from chbench.distributed.master import Coordinator
     from chbench.load.config import LoadConfig
-    from chbench.load.engine import Host, SourceFactory
+    from chbench.load.levels import Host, SourceFactory
     from chbench.load.metrics import LoadMetrics
     from chbench.workload import Workload
 
@@ -254,7 +254,7 @@ def build_config(args: argparse.Namespace) -> LoadConfig:
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from chbench.load.engine import probe_hosts
+    from chbench.load.levels import probe_hosts
     from chbench.results import check_output_path
 
     if args.worker:
@@ -340,8 +340,8 @@ def _run(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metrics: 
          coordinator: Coordinator | None) -> int:
     from chbench.commands.connection import named_targets
     from chbench.load.document import outcome_of
-    from chbench.load.engine import local_source
-    from chbench.load.session import run_load
+    from chbench.load.driver import run_load
+    from chbench.load.levels import local_source
 
     err = sys.stderr
     if not named_targets(args):
@@ -372,7 +372,7 @@ def _capacity(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metr
 
     from chbench.load.capacity import capacity_line, parse_slo
     from chbench.load.document import outcome_of
-    from chbench.load.session import run_capacity
+    from chbench.load.driver import run_capacity
     from chbench.outcome import Outcome
 
     slos = [parse_slo(s) for s in args.slo]

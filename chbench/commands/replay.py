@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from chbench.commands.connection import credentials, named_targets
     from chbench.export.console import ConsoleExporter
     from chbench.export.sections import Report
-    from chbench.replay.session import ReplayOptions, replay
+    from chbench.replay.driver import ReplayOptions, replay
     from chbench.report.replay import replay_section
     from chbench.results import check_output_path
     from chbench.stats.compare import Options

@@ -111,7 +111,7 @@ def _versions(args: argparse.Namespace) -> tuple[list[str], list[Target], bool, 
 def run(args: argparse.Namespace) -> int:
     from chbench.commands.args import compare_options, test_options
     from chbench.runner import close_targets
-    from chbench.trend.session import TrendPlan, add_trend, cost, describe_cost, measure
+    from chbench.trend.driver import TrendPlan, add_trend, cost, describe_cost, measure
     from chbench.ui import say
     from chbench.upgrade.workload import DATA_CHECK_SQL, upgrade_workload
 

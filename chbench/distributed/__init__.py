@@ -7,13 +7,13 @@ measuring: open-loop schedule, lean clients, exact histograms. Importing locust
 monkey-patches the process with gevent, and measured in such a process the engine lost
 accuracy (``bench/gevent_accuracy.py``: SELECT 1 at 600 QPS, p50 latency 1.6 ms against
 1.0 ms, p99 3.4–3.6 ms against 1.5–1.7 ms; closed loop 7% fewer QPS), so the engine
-never runs there: each worker starts it as a plain subprocess (``engine_host.py``,
+never runs there: each worker starts it as a plain subprocess (``lane_host.py``,
 JSON lines on its stdin and stdout), and the gevent processes only pass messages.
 
   protocol.py     what crosses the wire: a level's job, stats parts (exact histograms)
   master.py       the Locust master runner, the workers it knows, a level's source
-  worker.py       the Locust worker runner and the engine subprocess it relays
-  engine_host.py  the engine subprocess (no gevent)"""
+  worker.py       the Locust worker runner and the lane host it relays to
+  lane_host.py  the engine subprocess (no gevent)"""
 
 DEFAULT_PORT = 5557  # Locust's own master port (--master-bind, --master-host)
 

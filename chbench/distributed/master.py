@@ -3,7 +3,7 @@
 merges what they ship back, exactly, as ``--workers`` merges processes.
 
 A level on the master is a :class:`MasterSource` — the same interface as the local
-sources (``load/engine.py``), so every level, a ``-C`` sweep, a capacity search
+sources (``load/levels.py``), so every level, a ``-C`` sweep, a capacity search
 (``--slo``), ``--out``, ``--json``, the report and ``--metrics-port`` work unchanged."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from chbench.distributed.protocol import (
 )
 from chbench.errors import ConnectError, UsageError
 from chbench.load.config import LoadConfig
-from chbench.load.engine import sum_statuses
+from chbench.load.levels import sum_statuses
 from chbench.load.recorder import Key, Stats
 
 SILENT_S = 5.0  # a running worker that ships nothing for this long is lost (it ships every 0.2 s)

@@ -1,6 +1,6 @@
 """``chbench load --worker --master-host HOST[:PORT]``: a Locust worker runner that takes
 its share of each level from the master, runs it in an engine subprocess
-(``engine_host.py``: no gevent there) and relays that process's stats to the master as
+(``lane_host.py``: no gevent there) and relays that process's stats to the master as
 they come (every 0.2 s), then its final counts."""
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class Relay:
         c = config
         self.say(f"level {self.job}: worker {data['index'] + 1} of {data['of']}, {c['concurrency']} connection"
                  f"{'s' if c['concurrency'] != 1 else ''}" + (f", {c['rate']:g} QPS" if c["rate"] else ""))
-        self.proc = subprocess.Popen([sys.executable, "-m", "chbench.distributed.engine_host"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "chbench.distributed.lane_host"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
         self.proc.stdin.write(json.dumps({"config": config, "settings": data["settings"],
                                           "password": self.password}) + "\n")

@@ -1,4 +1,4 @@
-"""The parent's side of an engine worker (``worker.py``): start it, send a query, read
+"""The parent's side of an engine child process (``child.py``): start it, send a query, read
 the answer with a deadline, kill and restart it.
 
 A worker that exits (the engine crashed, or was killed) is a lost engine: ``EngineLost``
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-WORKER = str(Path(__file__).with_name("worker.py"))
+WORKER = str(Path(__file__).with_name("child.py"))
 START_TIMEOUT = 120.0  # importing a chDB release and starting its engine: ~1-3 s here
 
 

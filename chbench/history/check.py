@@ -25,7 +25,7 @@ import numpy as np
 
 from chbench.history.detect import CREEP_WINDOW, Z_DETECT, Detection, detect
 from chbench.history.record import HistoryRun, iso
-from chbench.history.series import SUITE, Series, Table, build
+from chbench.history.series import SUITE, Series, SeriesTable, build
 from chbench.history.store import Reported
 from chbench.stats.compare import BETWEEN_RUN_FACTOR, Options, SideData, compare_queries
 
@@ -36,7 +36,7 @@ REGRESSION, IMPROVEMENT, TREND = "regression", "improvement", "trend"
 
 
 @dataclass
-class Change:
+class SeriesChange:
     query: str
     key: str
     index: int  # in the query's series: the first run at the new level (a trend: its first run)
@@ -94,13 +94,13 @@ class SeriesSummary:
 
 @dataclass
 class CheckResult:
-    changes: list[Change]
+    changes: list[SeriesChange]
     series: list[SeriesSummary]
     runs: int
     notes: list[str]
 
     @property
-    def new_regressions(self) -> list[Change]:
+    def new_regressions(self) -> list[SeriesChange]:
         return [c for c in self.changes if c.new and c.kind == REGRESSION]
 
     def to_json(self) -> dict[str, Any]:
@@ -130,7 +130,7 @@ def check(runs: list[HistoryRun], reported: list[Reported], opts: CheckOptions |
              for i, what in table.baselines]
     if not table.factored and runs:
         notes.append("fewer than 4 queries per run: the machine's factor of each run is not taken out")
-    changes: list[Change] = []
+    changes: list[SeriesChange] = []
     summaries: list[SeriesSummary] = []
     for s in table.series:
         found, summary = _series_changes(s, opts)
@@ -148,7 +148,7 @@ def check(runs: list[HistoryRun], reported: list[Reported], opts: CheckOptions |
 
 def _cuts(s: Series, opts: CheckOptions) -> list[int]:
     """Where a series' level surely changes: its machine baselines and its steps beyond
-    ``CUT_Z`` × the detection threshold (series.Table.refine)."""
+    ``CUT_Z`` × the detection threshold (series.SeriesTable.refine)."""
     out: list[int] = []
     for start, end in s.segments():
         if start:
@@ -158,8 +158,8 @@ def _cuts(s: Series, opts: CheckOptions) -> list[int]:
     return sorted(out)
 
 
-def _series_changes(s: Series, opts: CheckOptions, suite: bool = False) -> tuple[list[Change], SeriesSummary]:
-    found: list[Change] = []
+def _series_changes(s: Series, opts: CheckOptions, suite: bool = False) -> tuple[list[SeriesChange], SeriesSummary]:
+    found: list[SeriesChange] = []
     spikes: list[int] = []
     pending, too_short, unconfirmed, sigma = False, True, 0, 0.0
     for start, end in s.segments():
@@ -195,9 +195,9 @@ def _gaps(s: Series) -> list[str]:
             for i in np.flatnonzero(dt > max(7 * usual, 2 * 86400))]
 
 
-def _confirmed(s: Series, base: int, det: Detection, opts: CheckOptions, suite: bool) -> list[Change | None]:
-    """Each candidate of one segment, confirmed (a Change) or not (None)."""
-    out: list[Change | None] = []
+def _confirmed(s: Series, base: int, det: Detection, opts: CheckOptions, suite: bool) -> list[SeriesChange | None]:
+    """Each candidate of one segment, confirmed (a SeriesChange) or not (None)."""
+    out: list[SeriesChange | None] = []
     skip = set(det.spikes) | ({det.pending} if det.pending is not None else set())
     steps = det.steps
     if det.trend is not None:  # the steps the creep explains are part of it
@@ -244,7 +244,7 @@ def _samples(s: Series, base: int, idx: list[int]) -> SideData:
 
 
 def _compare(s: Series, base: int, before: list[int], after: list[int], index: int, opts: CheckOptions,
-             suite: bool) -> Change | None:
+             suite: bool) -> SeriesChange | None:
     if len(before) < 2 or len(after) < 2:
         return None
     a, b = _samples(s, base, before), _samples(s, base, after)
@@ -262,7 +262,7 @@ def _compare(s: Series, base: int, before: list[int], after: list[int], index: i
     if not significant:
         return None
     first = s.points[base + index]
-    return Change(query=s.name, key=s.key, index=base + index, run_id=first.run.run_id,
+    return SeriesChange(query=s.name, key=s.key, index=base + index, run_id=first.run.run_id,
                   started_at=first.run.started_at, ratio=ratio, ci=(float(lo), float(hi)),
                   kind=REGRESSION if ratio > 1 else IMPROVEMENT, p_value=p,
                   direction="slower" if ratio > 1 else "faster",
@@ -281,7 +281,7 @@ def _t_interval(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, floa
     return math.exp(d), math.exp(d - half), math.exp(d + half), p
 
 
-def _unexplained(suite: list[Change], table: Table, notes: list[str]) -> list[Change]:
+def _unexplained(suite: list[SeriesChange], table: SeriesTable, notes: list[str]) -> list[SeriesChange]:
     """Steps of the whole suite the machine's own reference (the calibration query, else the
     reference task) did not share: the suite's. The rest were the machine: a note each."""
     out = []
@@ -310,7 +310,7 @@ def _reference(run: HistoryRun) -> float | None:
     return math.log(float(v)) if v else None
 
 
-def _mark_new(changes: list[Change], table: Table, reported: list[Reported]) -> None:
+def _mark_new(changes: list[SeriesChange], table: SeriesTable, reported: list[Reported]) -> None:
     where: dict[tuple[str, str], dict[str, int]] = {}
     for s in [*table.series, table.suite]:
         where[(s.name, s.key)] = {p.run.run_id: i for i, p in enumerate(s.points)}
@@ -327,4 +327,4 @@ def _mark_new(changes: list[Change], table: Table, reported: list[Reported]) -> 
                 break
 
 
-__all__ = ["SUITE", "CheckOptions", "CheckResult", "Change", "check"]
+__all__ = ["SUITE", "CheckOptions", "CheckResult", "SeriesChange", "check"]

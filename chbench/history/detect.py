@@ -40,7 +40,7 @@ MIN_NOISE = 0.002  # a floor under the estimated sd (0.2%): medians of 10+ runs 
 
 
 @dataclass
-class Step:
+class LevelStep:
     index: int  # position in the series of the first run at the new level
     log_size: float  # the new level minus the old (means, log)
     z: float
@@ -64,7 +64,7 @@ class Trend:
 @dataclass
 class Detection:
     sigma: float
-    steps: list[Step] = field(default_factory=list)
+    steps: list[LevelStep] = field(default_factory=list)
     spikes: list[int] = field(default_factory=list)
     pending: int | None = None  # the newest run, waiting for the next to tell spike from step
     trend: Trend | None = None
@@ -167,7 +167,7 @@ def detect(y: np.ndarray, days: np.ndarray | None = None, z_crit: float = Z_DETE
     out = Detection(sigma, spikes=spikes, pending=pending)
     for i, cp in enumerate(cps):
         a, b = y[keep[bounds[i]:cp]], y[keep[cp:bounds[i + 2]]]
-        out.steps.append(Step(index=int(keep[cp]), log_size=float(b.mean() - a.mean()), z=_z(a, b, sigma),
+        out.steps.append(LevelStep(index=int(keep[cp]), log_size=float(b.mean() - a.mean()), z=_z(a, b, sigma),
                               left=int(keep[bounds[i]]), right=int(keep[bounds[i + 2] - 1]) + 1))
     if creep:
         t = np.arange(n, dtype=float) if days is None else np.asarray(days, dtype=float)
@@ -183,7 +183,7 @@ def _creep(y: np.ndarray, t: np.ndarray, keep: np.ndarray, det: Detection, min_t
     (Theil–Sen) exclude 0, and its total change reach twice ``min_trend``."""
     from scipy import stats as sps
 
-    tail: list[Step] = []
+    tail: list[LevelStep] = []
     for st in reversed(det.steps):
         if tail and np.sign(st.log_size) != np.sign(tail[0].log_size):
             break

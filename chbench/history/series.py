@@ -59,7 +59,7 @@ class Series:
 
 
 @dataclass
-class Table:
+class SeriesTable:
     series: list[Series]
     suite: Series  # the machine factors as a series (log_median = the factor, factor 0)
     baselines: list[tuple[int, str]]  # (run position, what changed) where a new baseline starts
@@ -100,7 +100,7 @@ class Table:
             p.log_median = float(f[p.col])
 
 
-def build(runs: list[HistoryRun]) -> Table:
+def build(runs: list[HistoryRun]) -> SeriesTable:
     """Every query's series over ``runs`` (oldest first)."""
     seg_of: list[int] = []
     baselines: list[tuple[int, str]] = []
@@ -137,7 +137,7 @@ def build(runs: list[HistoryRun]) -> Table:
                 series[i].points.append(Point(run, q, float(m[i, j]), float(factors[j]), seg_of[j], j))
     suite = Series(SUITE, "", [Point(run, None, float(factors[j]), 0.0, seg_of[j], j) for j, run in enumerate(runs)
                                if factored])
-    return Table(series, suite, baselines, factored, m, factors, enough)
+    return SeriesTable(series, suite, baselines, factored, m, factors, enough)
 
 
 def _polish(m: np.ndarray, rounds: int = 4) -> np.ndarray:

@@ -6,7 +6,7 @@ interval can lie within its limit (a p99: 368; an error rate of 0.1%: 3,688 with
 error), so a step that holds at rate R lasts at least that many requests / R; the whole
 search, its probe included, stops within ``--max-time`` (default 10 min). A short
 closed-loop probe (1, 2, 4 … connections) measures what the server answers, and the
-steps start just below it (``Search``), so the requests are spent near the answer, not
+steps start just below it (``CapacitySearch``), so the requests are spent near the answer, not
 at ``--rate-min``. Each step is an open-loop level at one offered rate (``run_level``,
 so it works in one process, with ``--workers`` and through ``--master`` alike) that is
 judged while it runs (``_Looks``): it stops as soon as it breaks for certain, or holds.
@@ -26,7 +26,7 @@ from typing import Any
 
 from chbench.errors import UsageError
 from chbench.load.config import LoadConfig
-from chbench.load.engine import Display, Host, LevelResult, Observer, SourceFactory, local_source, run_level
+from chbench.load.levels import Display, Host, LevelResult, Observer, SourceFactory, local_source, run_level
 from chbench.load.recorder import Key, Stats
 from chbench.stats.quantile import CONFIDENCE, percentile_interval, rate_interval
 
@@ -107,7 +107,7 @@ def _finite(v: float | None) -> float | None:
 
 
 @dataclass
-class Step:
+class CapacityStep:
     rate: float
     total: Stats
     seconds: float
@@ -182,7 +182,7 @@ def _duration(s: float) -> str:
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.3g} min"
 
 
-class Search:
+class CapacitySearch:
     """The steps of one capacity search, and where it stands.
 
     It starts near the capacity a short closed-loop probe answered (``START`` of it),
@@ -264,7 +264,8 @@ class Search:
                         watch=looks)
         self.results.append(res)
         self.rates.append(rate)
-        step = Step(rate, res.total(), res.seconds, res.due or 0, res.started, res.late, runs=max(1, looks.looks))
+        step = CapacityStep(rate, res.total(), res.seconds, res.due or 0, res.started, res.late,
+                            runs=max(1, looks.looks))
         if res.fatal or res.interrupted:
             self.stopped = res
         judged = looks.final(step)
@@ -347,7 +348,7 @@ class Search:
 class _Looks:
     """When and how a running step is judged (the ``watch`` of its level)."""
 
-    def __init__(self, search: Search, rate: float, hold_s: float) -> None:
+    def __init__(self, search: CapacitySearch, rate: float, hold_s: float) -> None:
         self.search, self.rate, self.hold_s = search, rate, hold_s
         self.next_n = LOOK_FIRST
         self.next_hold = hold_s  # the next look that may say "holds": at hold_s, 2x, 3x
@@ -366,7 +367,8 @@ class _Looks:
         total = Stats()
         for st in totals.values():
             total.merge(st)
-        step = Step(self.rate, total, elapsed, live.get("due") or 0, live.get("started", 0), live.get("late", 0))
+        step = CapacityStep(self.rate, total, elapsed, live.get("due") or 0, live.get("started", 0),
+                            live.get("late", 0))
         decided = False
         if full:  # a full look: 95% both ways
             self.looks += 1
@@ -391,7 +393,7 @@ class _Looks:
                                      "verdict": self.verdict if decided else "running"})
         return decided
 
-    def final(self, step: Step) -> list[dict[str, Any]]:
+    def final(self, step: CapacityStep) -> list[dict[str, Any]]:
         """The step's verdict once its level is over: the one it was decided with, else
         a last look (an undecided step counts as not holding)."""
         if self.decided_at is not None and self.judged is not None:

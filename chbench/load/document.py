@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from chbench.load.config import LATE_MS, LoadConfig
-from chbench.load.engine import Host, LevelResult
+from chbench.load.levels import Host, LevelResult
 from chbench.load.recorder import Stats
 from chbench.load.summary import HostView, benchmark_json, comparison, host_views, open_loop_summary
 from chbench.outcome import Outcome

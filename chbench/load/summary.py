@@ -13,7 +13,7 @@ from chbench.stats.ttest import CONFIDENCE_LEVELS, student_t
 
 if TYPE_CHECKING:
     from chbench.load.config import LoadConfig
-    from chbench.load.engine import Host
+    from chbench.load.levels import Host
 
 PERCENTILES = (0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.9, 99.99)
 MIB = 1024.0 * 1024.0

@@ -114,10 +114,10 @@ class Player:
         self.side = side
         self.samples = Samples()
         self.cond = threading.Condition()
-        self.leader: Lane | None = None
+        self.leader: ReplayLane | None = None
         self.idle = 0
         self.connecting = 0  # lanes opened during the replay, not connected yet: spares to come
-        self.lanes: list[Lane] = []
+        self.lanes: list[ReplayLane] = []
         self.running = 0
         self.exhausted = False
         self.stop = threading.Event()
@@ -141,14 +141,14 @@ class Player:
     def open_lanes(self) -> None:
         """The lanes the timing needs, connected before the clock starts. The target's
         default database first: if that fails, the target is unreachable (one line)."""
-        first = Lane(self, 0)
+        first = ReplayLane(self, 0)
         first.targets[None] = self.connection(None)
         for db in self.opts.databases:
             if db is not None:
                 first.target(db)
         self.lanes.append(first)
         for _ in range(max(1, 1 if self.opts.sequential else self.opts.lanes) - 1):
-            lane = Lane(self, len(self.lanes))
+            lane = ReplayLane(self, len(self.lanes))
             for db in self.opts.databases or [None]:
                 lane.target(db)
             self.lanes.append(lane)
@@ -165,7 +165,7 @@ class Player:
         with self.cond:
             if len(self.lanes) >= self.opts.max_lanes or self.stop.is_set():
                 return
-            lane = Lane(self, len(self.lanes))
+            lane = ReplayLane(self, len(self.lanes))
             self.lanes.append(lane)
             self.running += 1
             self.connecting += 1
@@ -194,7 +194,7 @@ class Player:
             lane.close()
 
     # -- the leader hand-off ------------------------------------------------------------
-    def lead(self, lane: Lane) -> Item | None:
+    def lead(self, lane: ReplayLane) -> Item | None:
         """Wait to be the leader, then claim the next query (None: nothing left)."""
         with self.cond:
             while self.leader is not None and not self.stop.is_set() and not self.exhausted:
@@ -235,7 +235,7 @@ class Player:
                 "lanes": len(self.lanes), "due": due}
 
 
-class Lane(threading.Thread):
+class ReplayLane(threading.Thread):
     def __init__(self, player: Player, number: int) -> None:
         super().__init__(name=f"chbench-replay-{player.side}-{number}", daemon=True)
         self.player = player

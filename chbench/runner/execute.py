@@ -2,7 +2,7 @@
 ClickBench runner, its stress workers): a query the server refuses becomes a sample
 carrying its error; a lost server or Ctrl-C goes up to the caller.
 
-``chbench load`` keeps a loop of its own (``load/worker.py``): its lanes run open-loop
+``chbench load`` keeps a loop of its own (``load/lanes.py``): its lanes run open-loop
 schedules into mergeable histograms at thousands of queries a second, where every
 function call on the hot path shows in the QPS bar."""
 

@@ -2,7 +2,7 @@
 
 Two ClickHouse versions cannot share one process (the same native symbols), so each
 ``embedded@VERSION`` target runs its release (``chbench/engines``) in a process of its
-own, driven over a pipe (``engines/worker.py``). Everything else is the embedded target's:
+own, driven over a pipe (``engines/child.py``). Everything else is the embedded target's:
 the same sessions and ``SET``s, the same samples (client_ms around the round trip,
 server_ms from the engine's own elapsed time).
 
@@ -125,7 +125,7 @@ class EngineTarget(EmbeddedTarget):
     def _before_send(self) -> None:
         # wake the worker, untimed: after the pause between rounds (the machine probes,
         # ~30 ms) its process sleeps; told a query is coming, it polls its pipe until it
-        # arrives (engines/worker.py) — SELECT 1's overhead went from 0.63 to 0.47 ms
+        # arrives (engines/child.py) — SELECT 1's overhead went from 0.63 to 0.47 ms
         from chbench.engines.process import EngineLost
 
         try:

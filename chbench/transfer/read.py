@@ -20,7 +20,7 @@ DEFAULT_QUERY = "SELECT number, toString(number) AS s FROM numbers_mt({rows})"
 
 def _spawn(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     try:
-        p = subprocess.run([sys.executable, "-m", "chbench.transfer.read_worker"], input=json.dumps(spec),
+        p = subprocess.run([sys.executable, "-m", "chbench.transfer.read_process"], input=json.dumps(spec),
                            capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"status": "failed", "error": f"no result within {timeout:.0f} s"}

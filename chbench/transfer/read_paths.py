@@ -1,7 +1,7 @@
 """Read paths: one way each of getting a query's result into Python objects.
 
 Each path is a function ``(ctx) -> rows delivered`` run in a process of its own
-(``read_worker``), so that its peak memory is its own. ``connect()`` happens before the
+(``read_process``), so that its peak memory is its own. ``connect()`` happens before the
 clock starts; the timed part is the query and the decoding into Python objects (rows,
 numpy arrays, an Arrow table or a DataFrame), which the path then hands back to us.
 """

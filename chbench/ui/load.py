@@ -10,7 +10,7 @@ from typing import Any, TextIO
 from chbench.export.numbers import num
 from chbench.load.benchmark_text import text_report
 from chbench.load.config import LoadConfig
-from chbench.load.engine import Host
+from chbench.load.levels import Host
 from chbench.load.recorder import Stats
 from chbench.load.summary import host_views
 

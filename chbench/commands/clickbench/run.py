@@ -13,7 +13,7 @@ from chbench.commands.args import add_connection, add_quiet, positive_float, pos
 from chbench.errors import UsageError
 
 if TYPE_CHECKING:
-    from chbench.clickbench.session import RunOptions
+    from chbench.clickbench.driver import RunOptions
 
 NAME = "run"
 HELP = "the 43 queries, 3 tries each, with result checksums"
@@ -64,7 +64,7 @@ def parse_only(text: str | None) -> list[int] | None:
 
 
 def options(args: argparse.Namespace) -> RunOptions:
-    from chbench.clickbench.session import RunOptions
+    from chbench.clickbench.driver import RunOptions
     from chbench.results import ClickBenchRunDocument, open_as
 
     if args.concurrent and args.duration is None:
@@ -77,7 +77,7 @@ def options(args: argparse.Namespace) -> RunOptions:
 
 
 def run(args: argparse.Namespace) -> int:
-    from chbench.clickbench import session
+    from chbench.clickbench import driver
     from chbench.clickbench.loading import data_size, table_exists, table_rows
     from chbench.commands.clickbench import maker, one_target
     from chbench.export import get_exporter
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
                                     tries=args.tries, timeout=args.timeout)
         say = ui_say(args.quiet)
         with ResultsWriter(out, doc) as writer:
-            verdict = session.run(target, opts, writer, maker(args), say)
+            verdict = driver.run(target, opts, writer, maker(args), say)
     finally:
         target.close()
     if args.results and doc.clickbench is not None:

@@ -59,7 +59,7 @@ class ReplayOptions:
 
 
 @dataclass
-class Plan:
+class ReplayPlan:
     """What one pass over the workload found."""
 
     header: Any
@@ -82,8 +82,8 @@ class Plan:
         return self.offsets[0] if self.offsets else 0.0
 
 
-def plan(opts: ReplayOptions) -> Plan:
-    p = Plan(header=read_header(opts.workload))
+def plan(opts: ReplayOptions) -> ReplayPlan:
+    p = ReplayPlan(header=read_header(opts.workload))
     for rec in records(opts.workload):
         p.lines += 1
         reason = skip_reason(rec["query"], opts.allow_writes)
@@ -113,7 +113,7 @@ def plan(opts: ReplayOptions) -> Plan:
 
 
 @dataclass
-class Side:
+class ReplaySide:
     id: str
     spec: str
     target: Target  # the probing connection (answers are asked on it too)
@@ -129,13 +129,13 @@ class Side:
         return sent
 
 
-def probe(opts: ReplayOptions, p: Plan) -> list[Side]:
+def probe(opts: ReplayOptions, p: ReplayPlan) -> list[ReplaySide]:
     sides = []
     for i, spec in enumerate(opts.targets):
         t = make_target(spec, opts.credentials)
         info = t.connect()
         unknown = sorted(k for k in p.setting_names if not client_setting(k) and not info.knows(k))
-        side = Side(chr(ord("A") + i), spec, t, info.version, unknown)
+        side = ReplaySide(chr(ord("A") + i), spec, t, info.version, unknown)
         if not t.capabilities.concurrent_sessions:
             side.notes.append(f"{t.kind}: one in-process session runs one query at a time; concurrent queries of "
                               "the workload queue on it")
@@ -145,7 +145,7 @@ def probe(opts: ReplayOptions, p: Plan) -> list[Side]:
     return sides
 
 
-def items(opts: ReplayOptions, p: Plan, side: Side) -> Iterator[Item]:
+def items(opts: ReplayOptions, p: ReplayPlan, side: ReplaySide) -> Iterator[Item]:
     """The queries to send to ``side``, in order, each with what it runs with there; the
     clock starts at the first one unless ``keep_idle_start`` (a window that began quiet
     would otherwise be waited out)."""
@@ -159,7 +159,7 @@ def items(opts: ReplayOptions, p: Plan, side: Side) -> Iterator[Item]:
                    p.hashes[str(rec.get("normalized_query_hash") or "")], int(rec.get("exception_code") or 0))
 
 
-def new_document(opts: ReplayOptions, p: Plan, sides: list[Side], prefix: str) -> ReplayDocument:
+def new_document(opts: ReplayOptions, p: ReplayPlan, sides: list[ReplaySide], prefix: str) -> ReplayDocument:
     hashes = []
     for info, orig in zip(p.info, p.originals, strict=True):
         hashes.append({"hash": info["hash"], "name": info["name"], "sql": info["sql"], "count": info["count"],
@@ -176,8 +176,8 @@ def new_document(opts: ReplayOptions, p: Plan, sides: list[Side], prefix: str) -
         skipped=dict(sorted(p.skipped.items())), hashes=hashes)
 
 
-def replay(opts: ReplayOptions, out: str | None, on_tick: Callable[[ReplayDocument, list[Side]], None],
-           ) -> tuple[ReplayDocument, list[Side], Outcome]:
+def replay(opts: ReplayOptions, out: str | None, on_tick: Callable[[ReplayDocument, list[ReplaySide]], None],
+           ) -> tuple[ReplayDocument, list[ReplaySide], Outcome]:
     """The whole replay; the document is written to ``out`` however it ends. Returns it,
     the sides and how it ended (complete, interrupted, server_lost)."""
     p = plan(opts)
@@ -201,8 +201,8 @@ def replay(opts: ReplayOptions, out: str | None, on_tick: Callable[[ReplayDocume
     return doc, sides, outcome
 
 
-def _play(opts: ReplayOptions, p: Plan, sides: list[Side], doc: ReplayDocument, writer: ResultsWriter, prefix: str,
-          on_tick: Callable[[ReplayDocument, list[Side]], None]) -> bool:
+def _play(opts: ReplayOptions, p: ReplayPlan, sides: list[ReplaySide], doc: ReplayDocument, writer: ResultsWriter,
+          prefix: str, on_tick: Callable[[ReplayDocument, list[ReplaySide]], None]) -> bool:
     """Every target at once (or one after another); True when interrupted."""
     need = 1 if opts.sequential else min(opts.max_connections, INITIAL_LANES_CAP,
                                          lanes_needed(p.offsets, [d * SLOWDOWN for d in p.durations], opts.speed)
@@ -229,7 +229,7 @@ def _play(opts: ReplayOptions, p: Plan, sides: list[Side], doc: ReplayDocument, 
     return False
 
 
-def _answers(opts: ReplayOptions, p: Plan, sides: list[Side]) -> dict[str, Any]:
+def _answers(opts: ReplayOptions, p: ReplayPlan, sides: list[ReplaySide]) -> dict[str, Any]:
     """--check-answers, on connections in each query's captured database."""
     by_id = {s.id: s for s in sides}
     opened: dict[tuple[str, str | None], Target] = {}
@@ -255,8 +255,8 @@ class Ticker:
     checkpoint serializes every sample while the lanes send (one GIL): past 50,000
     samples it comes every 30 s instead of every 5 s."""
 
-    def __init__(self, doc: ReplayDocument, p: Plan, sides: list[Side], writer: ResultsWriter,
-                 on_tick: Callable[[ReplayDocument, list[Side]], None]) -> None:
+    def __init__(self, doc: ReplayDocument, p: ReplayPlan, sides: list[ReplaySide], writer: ResultsWriter,
+                 on_tick: Callable[[ReplayDocument, list[ReplaySide]], None]) -> None:
         self.doc, self.p, self.sides, self.writer, self.on_tick = doc, p, sides, writer, on_tick
         self.last = time.monotonic()
 
@@ -269,13 +269,14 @@ class Ticker:
             self.last = time.monotonic()
 
 
-def representatives(p: Plan, sides: list[Side], opts: ReplayOptions) -> list[dict[str, Any]]:
+def representatives(p: ReplayPlan, sides: list[ReplaySide], opts: ReplayOptions) -> list[dict[str, Any]]:
     return [{"hash": info["hash"], "sql": info["sql"], "database": info["database"],
              "settings": {s.id: s.settings_for(info["settings"], not opts.allow_writes) for s in sides}}
             for info in p.info[:MAX_REPRESENTATIVES]]
 
 
-def fill(doc: ReplayDocument, p: Plan, sides: list[Side], final: bool, opts: ReplayOptions | None = None) -> None:
+def fill(doc: ReplayDocument, p: ReplayPlan, sides: list[ReplaySide], final: bool,
+         opts: ReplayOptions | None = None) -> None:
     """The document's measured parts from the samples so far."""
     columns = {s.id: s.player.samples.to_json() for s in sides if s.player is not None}
     timed = not (opts.sequential if opts else doc.options.get("mode") == "sequential")

@@ -1,6 +1,6 @@
 """The engine worker: one chDB release in a process of its own, driven over a pipe.
 
-Run as a script (``python worker.py DATA_DIR``) with the release's directory first on
+Run as a script (``python child.py DATA_DIR``) with the release's directory first on
 ``PYTHONPATH``. It needs only the standard library and that chDB: it never imports
 chbench (whose own chDB is another ClickHouse version; two cannot share a process).
 

@@ -9,7 +9,7 @@ server therefore shows up as latency and as late or dropped requests, never as a
 quietly lower offered load (no coordinated omission).
 
 Worker processes (``--workers N``) run the same core and send their stats to the
-parent through a queue; see ``engine.py``."""
+parent through a queue; see ``levels.py``."""
 
 from __future__ import annotations
 

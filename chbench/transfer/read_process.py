@@ -1,4 +1,4 @@
-"""One read path (or ceiling) in a process of its own: ``python -m chbench.transfer.read_worker``.
+"""One read path (or ceiling) in a process of its own: ``python -m chbench.transfer.read_process``.
 
 Reads a JSON spec on stdin (the password travels there, never on the command line),
 connects, then times the path; prints one JSON line: rows delivered, seconds, the

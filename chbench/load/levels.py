@@ -17,8 +17,8 @@ from typing import Any, Protocol
 
 from chbench.errors import ConnectError, UsageError
 from chbench.load.config import LoadConfig
+from chbench.load.lanes import STOP_GRACE_S, TICK_S, Core, process_main
 from chbench.load.recorder import Key, Stats, merge_all, merge_into
-from chbench.load.worker import STOP_GRACE_S, TICK_S, Core, process_main
 from chbench.targets import ServerInfo, make_target
 
 

@@ -1,6 +1,6 @@
 """The measuring engine of a ``--worker``, as a process of its own with no gevent in it.
 
-    python -m chbench.distributed.engine_host      (started by worker.py, never by hand)
+    python -m chbench.distributed.lane_host      (started by worker.py, never by hand)
 
 Stdin, JSON lines: the job (config, host settings, processes), then ``go`` or ``stop``.
 Stdout, JSON lines: ``ready`` or ``failed``, ``stats`` every tick, ``done`` with the final
@@ -19,7 +19,7 @@ from typing import Any
 
 from chbench.distributed.protocol import SHIP_S, decode_config, encode_stats
 from chbench.errors import ChbenchError
-from chbench.load.engine import local_source
+from chbench.load.levels import local_source
 
 
 def _emit(kind: str, **data: Any) -> None:

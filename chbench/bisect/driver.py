@@ -11,7 +11,7 @@ from typing import Any
 
 from chbench.bisect.judge import AnswerJudge, SpeedJudge
 from chbench.bisect.measure import Measurer
-from chbench.bisect.search import Decision, Judge, Search, Step, bisect
+from chbench.bisect.search import BisectSearch, BisectStep, Decision, Judge, bisect
 from chbench.engines.process import EngineLost
 from chbench.errors import ServerLost
 from chbench.outcome import Outcome
@@ -37,7 +37,7 @@ class BisectOptions:
 @dataclass
 class BisectOutcome:
     doc: BisectDocument
-    search: Search | None
+    search: BisectSearch | None
     outcome: Outcome
     message: str | None = None
 
@@ -53,7 +53,7 @@ class _Told:
                  done: Callable[[], None]):
         self.judge, self.versions, self.say, self.doc, self.done = judge, versions, say, doc, done
 
-    def compare(self, old: int, new: int) -> Step:
+    def compare(self, old: int, new: int) -> BisectStep:
         step = self.judge.compare(old, new)
         # kept as made: an interrupted bisect's file holds every comparison finished
         self.doc.bisect["steps"].append(step.to_json(self.versions))
@@ -82,7 +82,7 @@ def run_bisect(versions: list[str], make_target: Callable[[str], Target], worklo
     writer = ResultsWriter(out, doc)
     measurer = Measurer(versions, make_target, workload, dict(opts.settings), opts.warmup, opts.timeout)
     measurer.on_run = lambda: _keep(doc, measurer, None, writer)
-    search: Search | None = None
+    search: BisectSearch | None = None
     with writer:
         try:
             kind = opts.kind
@@ -109,14 +109,14 @@ def run_bisect(versions: list[str], make_target: Callable[[str], Target], worklo
     return BisectOutcome(doc, search, Outcome.COMPLETE if search and search.found else Outcome.FINDING)
 
 
-def _keep(doc: BisectDocument, measurer: Measurer, search: Search | None, writer: ResultsWriter) -> None:
+def _keep(doc: BisectDocument, measurer: Measurer, search: BisectSearch | None, writer: ResultsWriter) -> None:
     doc.runs = measurer.runs
     if search is not None:
         doc.bisect.update(summarize(search, doc.versions))
     writer.checkpoint(force=True)
 
 
-def summarize(s: Search, versions: list[str]) -> dict[str, Any]:
+def summarize(s: BisectSearch, versions: list[str]) -> dict[str, Any]:
     """The ``bisect`` object's findings (the contract's keys)."""
     first = s.changes[0] if s.changes else None
     notes: list[str] = []

@@ -11,7 +11,7 @@ from chbench.errors import QueryError, ServerLost, SetupFailed
 from chbench.load.benchmark_text import level_lines, sweep_lines
 from chbench.load.config import LoadConfig
 from chbench.load.document import level_entry, new_document, outcome_of, sweep_rows, views
-from chbench.load.engine import Host, LevelResult, Observer, SourceFactory, local_source, run_level
+from chbench.load.levels import Host, LevelResult, Observer, SourceFactory, local_source, run_level
 from chbench.load.summary import benchmark_json, knee
 from chbench.outcome import Outcome
 from chbench.results import LoadDocument, LoadLevel, ResultsWriter, write_atomic
@@ -120,7 +120,7 @@ def run_capacity(cfg: LoadConfig, hosts: list[Host], search_args: dict[str, Any]
     level of the results file, the running step's progress checkpointed), tear-down.
     Returns the capacity and the run that stopped the search early, if any (Ctrl-C, a
     lost server)."""
-    from chbench.load.capacity import Search, bracket_line, capacity_line, progress_line, step_line
+    from chbench.load.capacity import CapacitySearch, bracket_line, capacity_line, progress_line, step_line
 
     statements(cfg, hosts, cfg.setup, strict=True)
     doc = new_document(cfg, hosts)
@@ -151,7 +151,7 @@ def run_capacity(cfg: LoadConfig, hosts: list[Host], search_args: dict[str, Any]
                                 "probe": search.probe}
                 writer.checkpoint(force=True)
 
-            search = Search(cfg, hosts, display=make_display(replace(cfg, delay=0.0), hosts, quiet=True),
+            search = CapacitySearch(cfg, hosts, display=make_display(replace(cfg, delay=0.0), hosts, quiet=True),
                             on_step=on_step, on_progress=on_progress, say=say, metrics=metrics, sources=sources,
                             **search_args)
             cap = search.run()
