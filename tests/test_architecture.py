@@ -194,3 +194,29 @@ def test_one_meaning_per_word_in_module_names():
                 or (p.stem == "worker" and rel != "distributed/worker.py"):
             bad.append(rel)
     assert bad == []
+
+
+QUEUES = ("load/", "distributed/")  # where processes talk over queues
+
+
+def test_messages_cross_boundaries_only_as_messages_types():
+    """Process and network messages are ``chbench/messages.py``'s dataclasses: no Locust
+    message kind spelled as a string, no JSON line tagged by hand, no queue item tagged by a
+    string (``("done", worker, …)``)."""
+    bad = []
+    for path, tree in _modules():
+        if path == "messages.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+                first = node.args[0]
+                if node.func.attr in ("send_message", "register_message") and isinstance(first, ast.Constant):
+                    bad.append(f"{path}:{node.lineno} {node.func.attr}({first.value!r})")
+                if node.func.attr == "put" and isinstance(first, ast.Tuple) and first.elts \
+                        and isinstance(first.elts[0], ast.Constant) and path.startswith(QUEUES):
+                    bad.append(f"{path}:{node.lineno} put((…))")
+            tagged = isinstance(node, ast.Dict) and any(isinstance(k, ast.Constant) and k.value == "type"
+                                                        for k in node.keys)
+            if tagged and path.startswith("distributed/"):
+                bad.append(f"{path}:{node.lineno} a message tagged by hand")
+    assert bad == []

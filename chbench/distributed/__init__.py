@@ -10,7 +10,7 @@ accuracy (``bench/gevent_accuracy.py``: SELECT 1 at 600 QPS, p50 latency 1.6 ms 
 never runs there: each worker starts it as a plain subprocess (``lane_host.py``,
 JSON lines on its stdin and stdout), and the gevent processes only pass messages.
 
-  protocol.py     what crosses the wire: a level's job, stats parts (exact histograms)
+  protocol.py     the payloads that cross the wire (the messages: chbench/messages.py)
   master.py       the Locust master runner, the workers it knows, a level's source
   worker.py       the Locust worker runner and the lane host it relays to
   lane_host.py  the engine subprocess (no gevent)"""

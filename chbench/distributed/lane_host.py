@@ -2,8 +2,8 @@
 
     python -m chbench.distributed.lane_host      (started by worker.py, never by hand)
 
-Stdin, JSON lines: the job (config, host settings, processes), then ``go`` or ``stop``.
-Stdout, JSON lines: ``ready`` or ``failed``, ``stats`` every tick, ``done`` with the final
+Stdin, JSON lines (``chbench/messages.py``): the ``Job``, then ``Go`` or ``Stop``.
+Stdout, JSON lines: ``Ready`` or ``Failed``, ``Measured`` every tick, ``Done`` with the final
 status. End of stdin (the worker died, even by SIGKILL) stops the load at once: an
 orphaned engine never keeps sending queries nobody counts."""
 
@@ -15,23 +15,24 @@ import queue
 import signal
 import sys
 import threading
-from typing import Any
 
+from chbench import messages
 from chbench.distributed.protocol import SHIP_S, decode_config, encode_stats
 from chbench.errors import ChbenchError
 from chbench.load.levels import local_source
 
 
-def _emit(kind: str, **data: Any) -> None:
-    sys.stdout.write(json.dumps({"type": kind, **data}) + "\n")
+def _emit(message: messages.Message) -> None:
+    sys.stdout.write(json.dumps(message.wire()) + "\n")
     sys.stdout.flush()
 
 
-def _commands(inbox: queue.Queue[str]) -> None:
+def _commands(inbox: queue.Queue[messages.Message | None]) -> None:
+    """The worker's lines as messages; None at the end of input (the worker is gone)."""
     for line in sys.stdin:
         if line.strip():
-            inbox.put(json.loads(line)["type"])
-    inbox.put("eof")
+            inbox.put(messages.read(json.loads(line)))
+    inbox.put(None)
 
 
 def main() -> int:
@@ -39,19 +40,20 @@ def main() -> int:
     line = sys.stdin.readline()
     if not line:
         return 0
-    job = json.loads(line)
-    cfg = decode_config(job["config"], job.get("password"))
-    source = local_source(cfg, job["settings"], cfg.concurrency)
+    job = messages.read(json.loads(line))
+    if not isinstance(job, messages.Job):
+        return 2
+    cfg = decode_config(job.config or {}, job.password)
+    source = local_source(cfg, job.settings or [], cfg.concurrency)
     try:
         source.setup()
     except ChbenchError as e:
-        _emit("failed", message=str(e))
+        _emit(messages.Failed(job=job.job, message=str(e)))
         return 1
-    _emit("ready", processes=len(source.names()))
-    inbox: queue.Queue[str] = queue.Queue()
+    _emit(messages.Ready(job=job.job, processes=len(source.names())))
+    inbox: queue.Queue[messages.Message | None] = queue.Queue()
     threading.Thread(target=_commands, args=(inbox,), daemon=True).start()
-    first = inbox.get()
-    if first != "go":
+    if not isinstance(inbox.get(), messages.Go):
         source.close()
         return 0
     source.start()
@@ -59,14 +61,14 @@ def main() -> int:
         while True:
             parts, done = source.pump(SHIP_S)
             while not inbox.empty():
-                if inbox.get() in ("stop", "eof"):
+                if not isinstance(inbox.get(), messages.Go):  # Stop, or the end of input
                     source.stop()
-            _emit("stats", stats=encode_stats(parts), status=source.live())
+            _emit(messages.Measured(job=job.job, stats=encode_stats(parts), status=source.live()))
             if done:
                 break
         status = source.status()
         source.close()
-        _emit("done", stats=encode_stats(source.drain()), status=status)
+        _emit(messages.Done(job=job.job, stats=encode_stats(source.drain()), status=status))
     except BrokenPipeError:  # the worker is gone: stop, and say nothing more
         source.stop()
         source.close()

@@ -12,20 +12,8 @@ import signal
 import time
 from typing import Any, TextIO
 
-from chbench.distributed.protocol import (
-    ABORT,
-    DONE,
-    FAILED,
-    GO,
-    HELLO,
-    JOB,
-    READY,
-    REFUSE,
-    STATS,
-    STOP,
-    decode_stats,
-    encode_config,
-)
+from chbench import messages
+from chbench.distributed.protocol import decode_stats, encode_config
 from chbench.errors import ConnectError, UsageError
 from chbench.load.config import LoadConfig
 from chbench.load.levels import sum_statuses
@@ -69,9 +57,9 @@ class Coordinator:
             raise UsageError(f"--master-bind {self.bind[0]}:{self.bind[1]}: cannot listen there "
                              f"({getattr(e, 'args', [''])[0] or 'the port is in use'})") from None
         self.inbox: Any = Queue()
-        for kind in (READY, FAILED, STATS, DONE):
-            self.runner.register_message(kind, self._inbound)
-        self.runner.register_message(HELLO, self._hello)
+        for kind in messages.UP:
+            self.runner.register_message(kind.KIND, self._inbound)
+        self.runner.register_message(messages.Hello.KIND, self._hello)
         self.jobs = 0
         self.running = False  # a level has started: a worker that connects now is late
         self.refused: set[str] = set()
@@ -79,18 +67,28 @@ class Coordinator:
         self.t0 = time.monotonic()
 
     def _inbound(self, environment: Any, msg: Any, **kw: Any) -> None:
-        self.inbox.put((msg.type, msg.node_id, msg.data or {}))
+        try:
+            self.inbox.put((msg.node_id, messages.read(msg.data or {})))
+        except messages.ProtocolError as e:
+            self.say(f"worker {msg.node_id}: {e}")
 
     def _hello(self, environment: Any, msg: Any, **kw: Any) -> None:
         client_id = msg.node_id
+        try:
+            messages.read(msg.data or {})
+        except messages.ProtocolError as e:  # another chbench: never given work
+            self.refused.add(client_id)
+            self.send(messages.Refuse(message=str(e)), client_id)
+            self.say(f"worker {client_id} refused: {e}")
+            return
         first = client_id not in self.known
         self.known.add(client_id)
         if not self.running or not first:
             return
         if self.late == "refuse":
             self.refused.add(client_id)
-            self.runner.send_message(REFUSE, {"message": "the run had started (the master takes late workers with "
-                                                         "--late-workers add)"}, client_id=client_id)
+            self.send(messages.Refuse(message="the run had started (the master takes late workers with "
+                                              "--late-workers add)"), client_id)
             self.say(f"worker {client_id} joined at {self.elapsed():.1f} s, after the run started: refused")
         else:
             self.say(f"worker {client_id} joined at {self.elapsed():.1f} s: it takes a share from the next level")
@@ -134,8 +132,8 @@ class Coordinator:
     def sources(self, cfg: LoadConfig, settings: list[dict[str, str]], level: int) -> MasterSource:
         return MasterSource(self, cfg, settings, level)
 
-    def send(self, kind: str, node: str, **data: Any) -> None:
-        self.runner.send_message(kind, data, client_id=node)
+    def send(self, message: messages.Message, node: str) -> None:
+        self.runner.send_message(message.KIND, message.wire(), client_id=node)
 
     def close(self) -> None:
         import gevent
@@ -173,8 +171,8 @@ class MasterSource:
                 share = self.cfg.share(i, n, self.level)
                 if share.query_id_prefix:
                     share.query_id_prefix = f"{share.query_id_prefix}{i}."  # unique across workers
-                self.coord.send(JOB, node, job=self.job, index=i, of=n, config=encode_config(share),
-                                settings=self.settings)
+                self.coord.send(messages.Job(job=self.job, index=i, of=n, config=encode_config(share),
+                                             settings=self.settings), node)
             failed = self._replies()
             if not failed:
                 break
@@ -182,7 +180,7 @@ class MasterSource:
             for node, message in failed.items():
                 self.coord.say(f"worker {node}: {message}")
             for node in ok:
-                self.coord.send(ABORT, node, job=self.job)
+                self.coord.send(messages.Abort(job=self.job), node)
             if self.coord.stop_on_loss or not ok:
                 node, message = next(iter(failed.items()))
                 raise ConnectError(f"worker {node}: {message}")
@@ -199,7 +197,7 @@ class MasterSource:
         deadline = time.monotonic() + SETUP_S
         while waiting:
             try:
-                kind, node, data = self.coord.inbox.get(timeout=0.5)
+                node, m = self.coord.inbox.get(timeout=0.5)
             except Empty:
                 for node in list(waiting):
                     if self._gone(node):
@@ -209,11 +207,11 @@ class MasterSource:
                     failed.update({node: f"not ready within {SETUP_S:g} s" for node in waiting})
                     break
                 continue
-            if data.get("job") != self.job or node not in waiting:
+            if getattr(m, "job", None) != self.job or node not in waiting:
                 continue
             waiting.discard(node)
-            if kind == FAILED:
-                failed[node] = data.get("message") or "could not start"
+            if isinstance(m, messages.Failed):
+                failed[node] = m.message or "could not start"
         return failed
 
     def _gone(self, node: str) -> str | None:
@@ -231,7 +229,7 @@ class MasterSource:
         self.t0 = time.monotonic()
         for i, node in enumerate(self.nodes):
             self.last_seen[i] = self.t0
-            self.coord.send(GO, node, job=self.job)
+            self.coord.send(messages.Go(job=self.job), node)
 
     def pump(self, timeout: float) -> tuple[list[tuple[int, dict[Key, Stats]]], bool]:
         from gevent.queue import Empty
@@ -241,16 +239,16 @@ class MasterSource:
         end = time.monotonic() + timeout
         while True:
             try:
-                kind, node, data = self.coord.inbox.get(timeout=max(0.001, end - time.monotonic()))
+                node, m = self.coord.inbox.get(timeout=max(0.001, end - time.monotonic()))
             except Empty:
                 break
             i = index.get(node)
-            if i is not None and data.get("job") == self.job and kind in (STATS, DONE):
+            if i is not None and isinstance(m, messages.Measured) and m.job == self.job:  # Done is a Stats too
                 self.last_seen[i] = time.monotonic()
-                if data.get("stats"):
-                    parts.append((i, decode_stats(data["stats"])))
-                self.statuses[i] = data.get("status") or {}
-                if kind == DONE:
+                if m.stats:
+                    parts.append((i, decode_stats(m.stats)))
+                self.statuses[i] = m.status or {}
+                if isinstance(m, messages.Done):
                     self.done.add(i)
                     if self.statuses[i].get("stopped_early"):
                         self._lose(i, self.statuses[i]["stopped_early"])
@@ -284,7 +282,7 @@ class MasterSource:
     def stop(self) -> None:
         for i, node in enumerate(self.nodes):
             if i not in self.done:
-                self.coord.send(STOP, node, job=self.job)
+                self.coord.send(messages.Stop(job=self.job), node)
 
     def status(self) -> dict[str, Any]:
         return sum_statuses(self.statuses.values(), self.fatal)

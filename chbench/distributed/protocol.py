@@ -1,6 +1,7 @@
-"""What crosses between master, workers and engine subprocesses: plain data (msgpack
-over Locust's messaging, JSON lines to the engine), never pickles — a worker must not
-run code a master sends. A password never travels: each worker reads its own."""
+"""The payloads of the distributed messages (the messages themselves are in
+``chbench/messages.py``): a level's config without its password (each worker reads its
+own) and the lanes' stats, exact, as plain data — never pickles: a worker must not run
+code a master sends."""
 
 from __future__ import annotations
 
@@ -12,12 +13,6 @@ from chbench.load.recorder import Key, Stats
 from chbench.targets import Credentials
 from chbench.workload import Query
 
-# message types (Locust custom messages); each carries "job", the level it belongs to
-JOB, GO, STOP, ABORT, REFUSE = "chbench_job", "chbench_go", "chbench_stop", "chbench_abort", "chbench_refuse"
-READY, FAILED, STATS, DONE = "chbench_ready", "chbench_failed", "chbench_stats", "chbench_done"
-# a worker's first message, once its handlers are registered: only then is it given work
-# (Locust's own "client_ready" comes before, while the worker runner is still being built)
-HELLO = "chbench_hello"
 SHIP_S = 0.2  # how often a worker ships its stats to the master (the engine's own tick)
 
 

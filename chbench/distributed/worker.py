@@ -11,16 +11,16 @@ import signal
 import sys
 from typing import Any, TextIO
 
-from chbench.distributed.protocol import ABORT, DONE, FAILED, GO, HELLO, JOB, READY, REFUSE, STATS, STOP
+from chbench import messages
 from chbench.errors import EXIT_OK, EXIT_USAGE, ConnectError
 from chbench.outcome import Outcome
 
 
-def read_only(job: dict[str, Any]) -> bool:
+def read_only(job: messages.Job) -> bool:
     """Whether every query of a job runs with readonly set (safe by default: a worker
     sends writes only if its own command line allows them, whatever a master asks)."""
-    config = job["config"]
-    merged = [{**hs, **q.get("settings", {})} for hs in job["settings"] or [config["settings"]]
+    config = job.config or {}
+    merged = [{**hs, **q.get("settings", {})} for hs in job.settings or [config["settings"]]
               for q in config["queries"]]
     return all(str(m.get("readonly", "0")) not in ("0", "") for m in merged)
 
@@ -36,24 +36,33 @@ class Relay:
         self.job = 0
         self.exit_code = EXIT_OK
         self.leaving = False
-        for kind, handler in ((JOB, self.on_job), (GO, self.on_go), (STOP, self.on_stop), (ABORT, self.on_abort),
-                              (REFUSE, self.on_refuse)):
-            runner.register_message(kind, handler)
+        for kind, handler in ((messages.Job, self.on_job), (messages.Go, self.on_go), (messages.Stop, self.on_stop),
+                              (messages.Abort, self.on_abort), (messages.Refuse, self.on_refuse)):
+            runner.register_message(kind.KIND, handler)
 
     def say(self, line: str) -> None:
         self.err.write(f"chbench worker: {line}\n")
         self.err.flush()
 
-    def send(self, kind: str, **data: Any) -> None:
-        self.runner.send_message(kind, {"job": self.job, **data})
+    def send(self, message: messages.Message) -> None:
+        self.runner.send_message(message.KIND, message.wire())
 
-    def _write(self, kind: str) -> None:
+    def _write(self, message: messages.Message) -> None:
+        """A line to the lane host (the same messages as JSON)."""
         if self.proc is not None and self.proc.poll() is None:
             try:
-                self.proc.stdin.write(json.dumps({"type": kind}) + "\n")
+                self.proc.stdin.write(json.dumps(message.wire()) + "\n")
                 self.proc.stdin.flush()
             except OSError:
                 pass
+
+    def _message(self, msg: Any) -> messages.Message | None:
+        """What the master sent; None (said once) when another chbench version sent it."""
+        try:
+            return messages.read(msg.data or {})
+        except messages.ProtocolError as e:
+            self.say(str(e))
+            return None
 
     def on_job(self, environment: Any, msg: Any, **kw: Any) -> None:
         import subprocess
@@ -61,22 +70,22 @@ class Relay:
         import gevent
 
         self.on_abort(environment, msg)  # a job replaces whatever is left of the last one
-        data = msg.data
-        self.job = data["job"]
-        if not self.allow_writes and not read_only(data):
-            self.say("refused a job that lifts readonly (start this worker with --allow-writes to take it)")
-            self.send(FAILED, message="this worker is read-only: the job lifts readonly (the worker takes it only "
-                                      "with --allow-writes)")
+        job = self._message(msg)
+        if not isinstance(job, messages.Job):
             return
-        config = {**data["config"], "workers": self.processes}
-        c = config
-        self.say(f"level {self.job}: worker {data['index'] + 1} of {data['of']}, {c['concurrency']} connection"
+        self.job = job.job
+        if not self.allow_writes and not read_only(job):
+            self.say("refused a job that lifts readonly (start this worker with --allow-writes to take it)")
+            self.send(messages.Failed(job=self.job, message="this worker is read-only: the job lifts readonly (the "
+                                                            "worker takes it only with --allow-writes)"))
+            return
+        c = {**(job.config or {}), "workers": self.processes}
+        self.say(f"level {self.job}: worker {job.index + 1} of {job.of}, {c['concurrency']} connection"
                  f"{'s' if c['concurrency'] != 1 else ''}" + (f", {c['rate']:g} QPS" if c["rate"] else ""))
         self.proc = subprocess.Popen([sys.executable, "-m", "chbench.distributed.lane_host"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
-        self.proc.stdin.write(json.dumps({"config": config, "settings": data["settings"],
-                                          "password": self.password}) + "\n")
-        self.proc.stdin.flush()
+        self._write(messages.Job(job=self.job, index=job.index, of=job.of, config=c, settings=job.settings,
+                                 password=self.password))
         gevent.spawn(self._relay, self.proc, self.job)
 
     def _relay(self, proc: Any, job: int) -> None:
@@ -84,38 +93,35 @@ class Relay:
         for line in proc.stdout:
             if job != self.job:
                 break
-            m = json.loads(line)
-            kind = m.pop("type")
-            if kind == "ready":
+            m = messages.read(json.loads(line))
+            if isinstance(m, messages.Ready | messages.Failed):
                 replied = True
-                self.send(READY, **m)
-            elif kind == "failed":
-                replied = True
-                self.say(m["message"])
-                self.send(FAILED, **m)
-            elif kind == "stats":
-                self.send(STATS, **m)
-            elif kind == "done":
+                if isinstance(m, messages.Failed):
+                    self.say(m.message)
+            elif isinstance(m, messages.Done):
                 finished = True
+                m.status = m.status or {}
                 if self.leaving:  # Ctrl-C here: the master reports it as a worker that stopped early
-                    m["status"]["stopped_early"] = "interrupted on the worker"
-                self.send(DONE, **m)
-                self.say(f"level {job} done: {m['status'].get('started', 0)} queries started")
+                    m.status["stopped_early"] = "interrupted on the worker"
+                self.say(f"level {job} done: {m.status.get('started', 0)} queries started")
+            self.send(m)
         code = proc.wait()
         if job == self.job and not finished:
             why = f"the engine process exited with code {code}"
             if replied:
-                self.send(DONE, stats=[], status={"fatal": f"worker engine lost: {why}"})
+                self.send(messages.Done(job=job, stats=[], status={"fatal": f"worker engine lost: {why}"}))
             else:
-                self.send(FAILED, message=why)
+                self.send(messages.Failed(job=job, message=why))
 
     def on_go(self, environment: Any, msg: Any, **kw: Any) -> None:
-        if msg.data.get("job") == self.job:
-            self._write("go")
+        m = self._message(msg)
+        if isinstance(m, messages.Go) and m.job == self.job:
+            self._write(m)
 
     def on_stop(self, environment: Any, msg: Any, **kw: Any) -> None:
-        if msg.data.get("job") == self.job:
-            self._write("stop")
+        m = self._message(msg)
+        if isinstance(m, messages.Stop) and m.job == self.job:
+            self._write(m)
 
     def on_abort(self, environment: Any, msg: Any, **kw: Any) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -124,7 +130,8 @@ class Relay:
         self.proc = None
 
     def on_refuse(self, environment: Any, msg: Any, **kw: Any) -> None:
-        self.say(f"refused by the master: {msg.data.get('message')}")
+        m = self._message(msg)
+        self.say(f"refused by the master: {m.message if isinstance(m, messages.Refuse) else 'another version'}")
         self.exit_code = EXIT_USAGE
         self.leave()
 
@@ -163,7 +170,7 @@ def run_worker(master: tuple[str, int], password: str | None, processes: int, er
         raise ConnectError(f"no master answered at {host}:{port} within {waited} s") from None
     relay = Relay(runner, password, processes, err, allow_writes)
     relay.say(f"connected as {runner.client_id}")
-    runner.send_message(HELLO, {"processes": processes})
+    relay.send(messages.Hello(processes=processes))
     ctrl_c = gevent.event.Event()
     gevent.signal_handler(signal.SIGINT, ctrl_c.set)  # gevent's own: no traceback printed by its hub
     served = gevent.spawn(runner.greenlet.join)

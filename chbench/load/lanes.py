@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Any
 
+from chbench import messages
 from chbench.errors import ChbenchError, QueryError, ServerLost
 from chbench.load.config import LATE_MS, LoadConfig
 from chbench.load.recorder import Recorder
@@ -306,10 +307,10 @@ def process_main(cfg: LoadConfig, settings: list[dict[str, str]], worker: int, q
     try:
         core.setup()
     except ChbenchError as e:
-        queue.put(("error", worker, str(e)))
+        queue.put(messages.Failed(worker=worker, message=str(e)))
         core.close()
         return
-    queue.put(("ready", worker, None))
+    queue.put(messages.Ready(worker=worker))
     while not go.wait(0.1):
         if stop.is_set():
             core.close()
@@ -318,7 +319,7 @@ def process_main(cfg: LoadConfig, settings: list[dict[str, str]], worker: int, q
     while core.alive() and not core.stop.is_set():
         if stop.wait(TICK_S):
             core.halt()
-        queue.put(("snap", worker, (core.recorder.swap(), core.status())))
+        queue.put(messages.Measured(worker=worker, stats=core.recorder.swap(), status=core.status()))
     core.join(STOP_GRACE_S)
-    queue.put(("done", worker, (core.recorder.swap(), core.status(final=True))))
+    queue.put(messages.Done(worker=worker, stats=core.recorder.swap(), status=core.status(final=True)))
     core.close()

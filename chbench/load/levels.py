@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Protocol
 
+from chbench import messages
 from chbench.errors import ConnectError, UsageError
 from chbench.load.config import LoadConfig
 from chbench.load.lanes import STOP_GRACE_S, TICK_S, Core, process_main
@@ -200,17 +201,17 @@ class ProcessSource:
         deadline = time.monotonic() + 120
         while len(ready) < len(self.procs):
             try:
-                kind, w, payload = self.queue.get(timeout=0.5)
+                m = self.queue.get(timeout=0.5)
             except queue_mod.Empty:
                 dead = [p for i, p in enumerate(self.procs) if i not in ready and not p.is_alive()]
                 if dead or time.monotonic() > deadline:
                     self.close()
                     raise ConnectError("a worker process could not start") from None
                 continue
-            if kind == "error":
+            if isinstance(m, messages.Failed):
                 self.close()
-                raise ConnectError(payload)
-            ready.add(w)
+                raise ConnectError(m.message)
+            ready.add(m.worker)
 
     def start(self) -> None:
         self.start_at.value = time.time() + 0.05
@@ -222,14 +223,15 @@ class ProcessSource:
         while True:
             left = end - time.monotonic()
             try:
-                kind, w, payload = self.queue.get(timeout=max(0.001, left))
+                m = self.queue.get(timeout=max(0.001, left))
             except queue_mod.Empty:
                 break
-            stats, status = payload
-            parts.append((w, stats))
-            self.statuses[w] = status
-            if kind == "done":
-                self.done.add(w)
+            if not isinstance(m, messages.Measured):
+                continue
+            parts.append((m.worker, m.stats))
+            self.statuses[m.worker] = m.status or {}
+            if isinstance(m, messages.Done):
+                self.done.add(m.worker)
             if time.monotonic() >= end:
                 break
         for i, p in enumerate(self.procs):
