@@ -220,3 +220,11 @@ def test_messages_cross_boundaries_only_as_messages_types():
             if tagged and path.startswith("distributed/"):
                 bad.append(f"{path}:{node.lineno} a message tagged by hand")
     assert bad == []
+
+
+def test_the_runner_reports_through_its_observers():
+    """``runner/`` tells what happens through ``runner/observer.py``'s protocol; the display
+    (``ui/``) and upgrade's checks subscribe to it, the runner imports neither."""
+    bad = [f"{path} imports {m}" for path, tree in _modules() if path.startswith("runner/")
+           for m in _imported(tree) if m.startswith(("chbench.ui", "chbench.upgrade"))]
+    assert bad == []

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -86,7 +85,7 @@ def _measure(args: argparse.Namespace, out: str, old: str, new: str) -> RunOutco
     from chbench.runner import close_targets, run_plan
     from chbench.targets import Credentials, make_target
     from chbench.ui.progress import make_progress
-    from chbench.upgrade.checks import run_checks
+    from chbench.upgrade.checks import Checks
     from chbench.upgrade.workload import DATA_CHECK_SQL, upgrade_workload
 
     wl = upgrade_workload(args.suite, args.queries, args.setup, args.rows, args.scale, args.tests, test_options(args))
@@ -99,7 +98,7 @@ def _measure(args: argparse.Namespace, out: str, old: str, new: str) -> RunOutco
                 allow_writes=False)
     try:
         data_sql = DATA_CHECK_SQL if args.suite == "clickbench" and not args.queries and not args.tests else None
-        return run_plan(plan, out, make_progress(args.quiet), after=partial(run_checks, data_sql=data_sql))
+        return run_plan(plan, out, make_progress(args.quiet), Checks(data_sql))
     finally:
         close_targets(targets)
 

@@ -72,7 +72,7 @@ class GroupRun:
         first = next(iter(self.groups.values()))
         if first.error:
             self.record["error"] = first.error
-            self.r.progress.problem(f"test {first.name}: {first.error}")
+            self.r.observer.problem(f"test {first.name}: {first.error}")
             return False
         for sid, g in self.groups.items():
             info = self.r.infos[sid]
@@ -97,7 +97,7 @@ class GroupRun:
         for sid, why in self.record["skipped"].items():
             by_reason.setdefault(why, []).append(sid)
         for why, sids in by_reason.items():
-            self.r.progress.note(f"test {first.name}: skipped on {', '.join(sids)}: {why}")
+            self.r.observer.note(f"test {first.name}: skipped on {', '.join(sids)}: {why}")
         return bool(self.live)
 
     def _missing(self, target: Target, names: list[str]) -> list[str]:
@@ -150,7 +150,7 @@ class GroupRun:
                 if sid in q.sides:
                     q.done[sid] = True
                     q.entry.sides[sid].failed = f"set-up of the test failed: {st.origin}"
-        self.r.progress.problem(f"test {g.name}: set-up failed on {', '.join(sids)}: {line}")
+        self.r.observer.problem(f"test {g.name}: set-up failed on {', '.join(sids)}: {line}")
         return True
 
     def teardown(self) -> None:

@@ -33,12 +33,12 @@ from chbench.results.environment import now_iso
 from chbench.results.run import QuerySide
 from chbench.runner.execute import execute
 from chbench.runner.groups import GroupRun, skip_if_missing
+from chbench.runner.observer import Observers, RunObserver
 from chbench.runner.quiet import QuietGuard
 from chbench.runner.settings import group_settings, query_settings, settings_to_send, statement_settings
 from chbench.stats.paired import hl_halfwidth, pair_up
 from chbench.stats.summary import relative_ci_halfwidth
 from chbench.targets import ServerInfo, Target
-from chbench.ui.progress import Progress
 from chbench.workload import CALIBRATION_FALLBACK_SQL, CALIBRATION_SQL, Query, prepare_sql
 
 # Probes, the reference task and the calibration query disturb the query that follows
@@ -95,13 +95,9 @@ class RunOutcome:
 
 
 class Runner:
-    def __init__(self, plan: Plan, out: str | None, progress: Progress,
-                 after: Callable[[Runner, list[str]], None] | None = None) -> None:
+    def __init__(self, plan: Plan, out: str | None, observers: list[RunObserver]) -> None:
         self.plan = plan
-        # untimed work on the targets after the rounds, before tear-down: (runner, the
-        # queries just measured) — once per performance test, then for the other queries
-        self.after = after
-        self.progress = progress
+        self.observer = Observers(observers)  # the display, upgrade's checks, … (runner/observer.py)
         self.doc = RunDocument(meta=Meta(extra={"mode": "side-by-side" if plan.side_by_side else "single",
                                                 "options": plan.options()}))
         self.writer = ResultsWriter(out, self.doc)
@@ -191,8 +187,9 @@ class Runner:
         with self.writer:  # any other error still finishes the file ("failed")
             try:
                 stop = self._sessions(states)
-                if stop is None and self.after is not None:
-                    stop = self._guard(partial(self.after, self, [st.name for st in states if st.group is None]))
+                if stop is None:
+                    loose = [st.name for st in states if st.group is None]
+                    stop = self._guard(partial(self.observer.rounds_done, self, loose))
             finally:
                 self._teardown()  # whatever ended the run
                 if self.machine is not None:
@@ -248,11 +245,11 @@ class Runner:
                 if self.plan.probes:
                     self.machine = MachineRecorder([(s.id, s.target) for s in self.plan.sides], self.doc.machine)
                     self.quiet = QuietGuard(self.plan, self.doc.machine, self.machine.timeline)
-            self.progress.start(states, self.plan)
+            self.observer.start(states, self.plan)
             try:
                 self._phases(states)
             finally:
-                self.progress.stop()
+                self.observer.stop()
 
         return self._guard(body)
 
@@ -295,8 +292,7 @@ class Runner:
                 # static check missed (a missing table) fails there, never timed
                 self._warmup(group.states, max(1, self.plan.warmup))
                 self._rounds(group.states)
-                if self.after is not None:
-                    self.after(self, [st.name for st in group.states])
+                self.observer.rounds_done(self, [st.name for st in group.states])
             finally:
                 group.teardown()
                 self.writer.checkpoint(force=True)
@@ -413,7 +409,7 @@ class Runner:
             self.quiet.started(s)
         if warmup and s.error:
             skip_if_missing(self, st, s)
-        self.progress.sample(st, s)
+        self.observer.sample(st, s)
 
     def _warmup(self, states: list[QueryState], runs: int | None = None) -> None:
         for _ in range(self.plan.warmup if runs is None else runs):
@@ -437,7 +433,7 @@ class Runner:
                         self._run_once(st, sid, round_no, False)
                 self._update_done(st)
                 if st.finished():
-                    self.progress.query_done(st)
+                    self.observer.query_done(st)
                 self.writer.checkpoint(force=st.finished())
             pending = [st for st in pending if not st.finished()]
             disturbed = False
@@ -572,9 +568,9 @@ def _some(names: list[str]) -> str:
     return ", ".join(names[:5]) + (" …" if len(names) > 5 else "")
 
 
-def run_plan(plan: Plan, out: str | None, progress: Progress,
-             after: Callable[[Runner, list[str]], None] | None = None) -> RunOutcome:
-    return Runner(plan, out, progress, after).run()
+def run_plan(plan: Plan, out: str | None, *observers: RunObserver) -> RunOutcome:
+    """The plan measured into ``out``; each observer (the display first) sees it happen."""
+    return Runner(plan, out, list(observers)).run()
 
 
 def close_targets(targets: list[Target]) -> None:

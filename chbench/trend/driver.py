@@ -58,18 +58,17 @@ def describe_cost(c: dict[str, Any]) -> str:
 
 
 def measure(tp: TrendPlan, targets: list[Target], out: str, quiet: bool, data_sql: str | None) -> RunOutcome:
-    from functools import partial
 
     from chbench.plan import Plan, SidePlan, side_ids
     from chbench.runner import run_plan
     from chbench.ui.progress import make_progress
-    from chbench.upgrade.checks import run_checks
+    from chbench.upgrade.checks import Checks
 
     sides = [SidePlan(sid, t, tp.workload, dict(tp.settings or {}), tp.scale, label=v)
              for sid, t, v in zip(side_ids(len(targets)), targets, tp.versions, strict=True)]
     plan = Plan(sides=sides, warmup=tp.warmup, iterations=tp.iterations, max_time_per_query=tp.max_time_per_query,
                 timeout=tp.timeout, allow_writes=False, target_precision=tp.precision)
-    return run_plan(plan, out, make_progress(quiet), after=partial(run_checks, data_sql=data_sql))
+    return run_plan(plan, out, make_progress(quiet), Checks(data_sql))
 
 
 def add_trend(out: str, versions: list[str], opts: CompareOptions) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from chbench.runner.observer import RunObserver
 from chbench.stats.summary import relative_ci_halfwidth
 
 if TYPE_CHECKING:
@@ -21,23 +22,11 @@ if TYPE_CHECKING:
     from chbench.targets import Sample
 
 
-class Progress:
-    """Base: silent."""
+class Progress(RunObserver):
+    """The display's base (``--quiet``): silent but for problems."""
 
     def start(self, states: list[QueryState], plan: Plan) -> None:
         self.states = states
-
-    def sample(self, st: QueryState, s: Sample) -> None:
-        pass
-
-    def query_done(self, st: QueryState) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-    def note(self, line: str) -> None:
-        """A line about the run (a performance test skipped): not shown when quiet."""
 
     def problem(self, line: str) -> None:
         """A line about something that failed (a test file unreadable, a set-up refused):

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from chbench.clickbench.checksum import analyse, checksum
 from chbench.errors import QueryError, UsageError
 from chbench.runner.execute import fetch
+from chbench.runner.observer import RunObserver
 from chbench.runner.settings import query_settings
 from chbench.workload.model import returns_rows
 from chbench.workload.sql import strip_comments_and_strings
@@ -38,6 +39,16 @@ _FORMAT = re.compile(r"\bFORMAT\s+\w+\s*$", re.I)
 # a plan step's name, as EXPLAIN PLAN prints it in every version seen (23.x indented,
 # 26.x drawn as a tree with details under each step)
 _STEP = re.compile(r"^[A-Z][A-Za-z0-9]*(?: \(.*\))?$")
+
+
+class Checks(RunObserver):
+    """The untimed checks as a run's observer: after each set of rounds, before tear-down."""
+
+    def __init__(self, data_sql: str | None = None) -> None:
+        self.data_sql = data_sql
+
+    def rounds_done(self, run: Runner, names: list[str]) -> None:
+        run_checks(run, names, self.data_sql)
 
 
 def run_checks(runner: Runner, names: list[str], data_sql: str | None = None) -> None:
