@@ -55,7 +55,7 @@ def one_step(p: float, rng: np.random.Generator, slos: list[Any], hold_s: float)
         st.errors += errors
         st.queries += per_tick - errors
         n = st.queries + st.errors
-        if looks(totals, {"due": n, "started": n, "late": 0}, t):
+        if looks.decided(totals, {"due": n, "started": n, "late": 0}, t):
             return looks.verdict, t
     final = looks.final(CapacityStep(RATE, st, t, n, n, 0))
     return ("undecided" if any(j["verdict"] != "holds" for j in final) and

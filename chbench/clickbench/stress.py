@@ -93,7 +93,7 @@ def concurrent(connect: Connect, queries: list[Query], n: int, duration: float, 
                      query_id_prefix=f"chbench-cbstress-{seed}-",
                      settings={"max_execution_time": str(int(timeout))} if timeout else {})
     hosts = probe_hosts(cfg)
-    res = run_level(cfg, hosts, n, make_display(cfg, hosts, quiet=True))
+    res = run_level(cfg, hosts, n, [make_display(cfg, hosts, quiet=True)])
     phase = Phase(name, seconds=min(res.seconds, duration), lost=res.fatal, interrupted=res.interrupted)
     for (_, q), st in sorted(res.totals.items()):
         if st.samples:

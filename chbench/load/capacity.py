@@ -26,7 +26,7 @@ from typing import Any
 
 from chbench.errors import UsageError
 from chbench.load.config import LoadConfig
-from chbench.load.levels import Display, Host, LevelResult, Observer, SourceFactory, local_source, run_level
+from chbench.load.levels import Host, LevelObserver, LevelResult, SourceFactory, local_source, run_level
 from chbench.load.recorder import Key, Stats
 from chbench.stats.quantile import CONFIDENCE, percentile_interval, rate_interval
 
@@ -196,7 +196,7 @@ class CapacitySearch:
     Nothing starts that could not hold before ``--max-time``."""
 
     def __init__(self, cfg: LoadConfig, hosts: list[Host], slos: list[SLO], rate_min: float, rate_max: float,
-                 step_s: float, display: Display, on_step: Any, metrics: Observer | None = None,
+                 step_s: float, display: LevelObserver, on_step: Any, metrics: LevelObserver | None = None,
                  sources: SourceFactory = local_source, max_time: float = MAX_TIME_S,
                  on_progress: Any = None, probe_s: float = PROBE_S, say: Any = None) -> None:
         self.cfg, self.hosts, self.slos = cfg, hosts, slos
@@ -216,6 +216,10 @@ class CapacitySearch:
         self.ended_by = "bracket"  # or "budget", "rate-min", "rate-max", "steps", "stopped"
         self.deadline = math.inf
 
+    def observers(self) -> list[LevelObserver]:
+        """Who watches each level of the search: the display and, with --metrics-port, Prometheus."""
+        return [self.display, *([self.metrics] if self.metrics is not None else [])]
+
     # -- the probe ---------------------------------------------------------------------------
     def run_probe(self) -> float | None:
         """Closed loop at 1, 2, 4, … connections (up to ``-c``), ``PROBE_LEVEL_S`` each,
@@ -230,7 +234,7 @@ class CapacitySearch:
         deadline = time.monotonic() + self.budget.probe_s
         while lanes <= self.cfg.concurrency and time.monotonic() < deadline and not self.stopped:
             cfg = replace(self.cfg, rate=0.0, poisson=False, timelimit=PROBE_LEVEL_S, iterations=0, concurrency=lanes)
-            res = run_level(cfg, self.hosts, lanes, self.display, metrics=self.metrics, sources=self.sources)
+            res = run_level(cfg, self.hosts, lanes, self.observers(), sources=self.sources)
             self.probe_results.append(res)
             total = res.total()
             qps = total.queries / res.seconds if res.seconds > 0 else 0.0
@@ -260,8 +264,7 @@ class CapacitySearch:
         longest = min(hold_s * (1 + MAX_EXTENSIONS), self.deadline - time.monotonic())
         cfg = replace(self.cfg, rate=rate, timelimit=longest, iterations=0)
         looks = _Looks(self, rate, hold_s)
-        res = run_level(cfg, self.hosts, cfg.concurrency, self.display, metrics=self.metrics, sources=self.sources,
-                        watch=looks)
+        res = run_level(cfg, self.hosts, cfg.concurrency, [*self.observers(), looks], sources=self.sources)
         self.results.append(res)
         self.rates.append(rate)
         step = CapacityStep(rate, res.total(), res.seconds, res.due or 0, res.started, res.late,
@@ -345,8 +348,8 @@ class CapacitySearch:
         return held, failed
 
 
-class _Looks:
-    """When and how a running step is judged (the ``watch`` of its level)."""
+class _Looks(LevelObserver):
+    """When and how a running step is judged: an observer of its level that finds it decided."""
 
     def __init__(self, search: CapacitySearch, rate: float, hold_s: float) -> None:
         self.search, self.rate, self.hold_s = search, rate, hold_s
@@ -358,7 +361,7 @@ class _Looks:
         self.decided_at: float | None = None
         self.judged: list[dict[str, Any]] | None = None
 
-    def __call__(self, totals: dict[Key, Stats], live: dict[str, Any], elapsed: float) -> bool:
+    def decided(self, totals: dict[Key, Stats], live: dict[str, Any], elapsed: float) -> bool:
         n = sum(st.queries + st.errors for st in totals.values())
         full = elapsed >= self.next_hold
         early = n >= self.next_n and elapsed >= EARLY_MIN_S

@@ -11,7 +11,7 @@ from chbench.errors import QueryError, ServerLost, SetupFailed
 from chbench.load.benchmark_text import level_lines, sweep_lines
 from chbench.load.config import LoadConfig
 from chbench.load.document import level_entry, new_document, outcome_of, sweep_rows, views
-from chbench.load.levels import Host, LevelResult, Observer, SourceFactory, local_source, run_level
+from chbench.load.levels import Host, LevelObserver, LevelResult, SourceFactory, local_source, run_level
 from chbench.load.summary import benchmark_json, knee
 from chbench.outcome import Outcome
 from chbench.results import LoadDocument, LoadLevel, ResultsWriter, write_atomic
@@ -53,7 +53,7 @@ def per_host_lines(per_host: list[dict[str, Any]]) -> list[str]:
 
 
 def run_load(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str | None, quiet: bool,
-             err: TextIO, metrics: Observer | None = None, sources: SourceFactory = local_source) -> LevelResult:
+             err: TextIO, metrics: LevelObserver | None = None, sources: SourceFactory = local_source) -> LevelResult:
     """Set-up, every level, tear-down; returns the last level (its fatal/interrupted/failure
     say why it ended)."""
     statements(cfg, hosts, cfg.setup, strict=True)
@@ -65,7 +65,7 @@ def run_load(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str
 
 
 def _levels(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str | None, quiet: bool,
-            err: TextIO, metrics: Observer | None, sources: SourceFactory) -> LevelResult:
+            err: TextIO, metrics: LevelObserver | None, sources: SourceFactory) -> LevelResult:
     doc = new_document(cfg, hosts)
     with ResultsWriter(out, doc) as writer:  # an unexpected error still finishes the file ("failed")
         last = _each_level(cfg, hosts, doc, writer, quiet, err, metrics, sources)
@@ -75,20 +75,24 @@ def _levels(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str 
 
 
 def _each_level(cfg: LoadConfig, hosts: list[Host], doc: LoadDocument, writer: ResultsWriter, quiet: bool,
-                err: TextIO, metrics: Observer | None, sources: SourceFactory) -> LevelResult:
+                err: TextIO, metrics: LevelObserver | None, sources: SourceFactory) -> LevelResult:
     display = make_display(cfg, hosts, quiet=quiet)
     results: list[LevelResult] = []
     outcome = Outcome.COMPLETE
 
-    def checkpoint(partial: LevelResult) -> None:
-        doc.levels.append(level_entry(cfg, hosts, partial, final=False))
-        try:
-            writer.checkpoint(force=True)
-        finally:
-            doc.levels.pop()
+    class Keeper(LevelObserver):
+        """The running level in the results file, every few seconds."""
 
+        def checkpoint(self, partial: LevelResult) -> None:
+            doc.levels.append(level_entry(cfg, hosts, partial, final=False))
+            try:
+                writer.checkpoint(force=True)
+            finally:
+                doc.levels.pop()
+
+    observers = [display, Keeper(), *([metrics] if metrics is not None else [])]
     for level in cfg.levels():
-        res = run_level(cfg, hosts, level, display, checkpoint=checkpoint, metrics=metrics, sources=sources)
+        res = run_level(cfg, hosts, level, observers, sources=sources)
         results.append(res)
         entry = level_entry(cfg, hosts, res)
         doc.levels.append(entry)
@@ -114,7 +118,7 @@ def _each_level(cfg: LoadConfig, hosts: list[Host], doc: LoadDocument, writer: R
 
 
 def run_capacity(cfg: LoadConfig, hosts: list[Host], search_args: dict[str, Any], out: str | None, quiet: bool,
-                 err: TextIO, metrics: Observer | None = None,
+                 err: TextIO, metrics: LevelObserver | None = None,
                  sources: SourceFactory = local_source) -> tuple[dict[str, Any], LevelResult | None]:
     """``--slo``: set-up, the capacity search (its budget said first; every step kept as a
     level of the results file, the running step's progress checkpointed), tear-down.

@@ -105,9 +105,6 @@ class Source(Protocol):
     def names(self) -> dict[int, dict[str, Any]]: ...
 
 
-# what a level asks every tick whether it may stop early: (totals so far, live status, seconds)
-Watch = Callable[[dict[Key, Stats], dict[str, Any], float], bool]
-
 # what builds a level's source: ``local_source`` here, ``distributed.master`` for --master
 SourceFactory = Callable[[LoadConfig, list[dict[str, str]], int], Source]
 
@@ -268,11 +265,71 @@ class ProcessSource:
 
 
 # -- the level loop ------------------------------------------------------------------------------
-class Display(Protocol):
-    def level_started(self, level: int) -> None: ...
+class LevelObserver:
+    """What a level tells whoever watches it, one protocol for all: the live display
+    (``ui/load.py``), the Prometheus endpoint (``load/metrics.py``), the results file's
+    checkpoints (``load/driver.py``) and a capacity step's looks (``load/capacity.py``)
+    subscribe alike. Every method defaults to nothing."""
+
+    def level_started(self, level: int) -> None:
+        """The level's lanes are about to start."""
+
+    def add(self, worker: int, part: dict[Key, Stats]) -> None:
+        """A part of what one worker measured (exact: merged by the receiver)."""
+
+    def status(self, status: dict[str, Any], final: bool = False) -> None:
+        """The lanes' live counts (started, late, in flight …), every tick and at the end."""
+
+    def decided(self, totals: dict[Key, Stats], live: dict[str, Any], elapsed: float) -> bool:
+        """True ends the level now: its answer is certain (a capacity step's looks)."""
+        return False
+
     def interval(self, level: int, row: dict[str, Any], hosts_stats: dict[int, Stats], seconds: float,
-                 cumulative: dict[int, Stats], elapsed: float) -> None: ...
-    def level_finished(self) -> None: ...
+                 cumulative: dict[int, Stats], elapsed: float) -> None:
+        """Every ``-d`` seconds: the last interval, per host, and the totals so far."""
+
+    def checkpoint(self, partial: LevelResult) -> None:
+        """Every few seconds: the level so far, to keep in the results file."""
+
+    def level_finished(self) -> None:
+        """The level ended, however it ended."""
+
+
+class _Observers(LevelObserver):
+    """Every event to each subscriber in turn."""
+
+    def __init__(self, subscribers: list[LevelObserver]) -> None:
+        self.subscribers = subscribers
+        # a checkpoint copies the totals: only made when someone keeps it
+        self.checkpoints = any(type(o).checkpoint is not LevelObserver.checkpoint for o in subscribers)
+
+    def level_started(self, level: int) -> None:
+        for o in self.subscribers:
+            o.level_started(level)
+
+    def add(self, worker: int, part: dict[Key, Stats]) -> None:
+        for o in self.subscribers:
+            o.add(worker, part)
+
+    def status(self, status: dict[str, Any], final: bool = False) -> None:
+        for o in self.subscribers:
+            o.status(status, final)
+
+    def decided(self, totals: dict[Key, Stats], live: dict[str, Any], elapsed: float) -> bool:
+        return any([o.decided(totals, live, elapsed) for o in self.subscribers])
+
+    def interval(self, level: int, row: dict[str, Any], hosts_stats: dict[int, Stats], seconds: float,
+                 cumulative: dict[int, Stats], elapsed: float) -> None:
+        for o in self.subscribers:
+            o.interval(level, row, hosts_stats, seconds, cumulative, elapsed)
+
+    def checkpoint(self, partial: LevelResult) -> None:
+        for o in self.subscribers:
+            o.checkpoint(partial)
+
+    def level_finished(self) -> None:
+        for o in self.subscribers:
+            o.level_finished()
 
 
 class _Interrupt:
@@ -315,13 +372,6 @@ def timeline_row(t: float, seconds: float, st: Stats) -> dict[str, Any]:
 CHECKPOINT_S = 5.0  # how often a partial level is written to --out
 
 
-class Observer(Protocol):
-    """What watches a level live (``load/metrics.py``: the Prometheus endpoint)."""
-
-    def add(self, worker: int, part: dict[Key, Stats]) -> None: ...
-    def status(self, status: dict[str, Any], final: bool = False) -> None: ...
-
-
 def local_source(cfg: LoadConfig, settings: list[dict[str, str]], level: int) -> Source:
     """``level`` connections as threads of this process, or over ``--workers`` processes."""
     workers = max(1, min(cfg.workers, level, cfg.iterations or level))  # -i 1: no worker with 0 (no limit)
@@ -340,35 +390,34 @@ def _per_worker(source: Source, by_worker: dict[int, Stats]) -> list[dict[str, A
 class _Tally:
     """A level's totals, per (host, query) and per worker, as parts arrive."""
 
-    def __init__(self, metrics: Observer | None) -> None:
+    def __init__(self, observer: LevelObserver) -> None:
         self.totals: dict[Key, Stats] = {}
         self.by_worker: dict[int, Stats] = {}
-        self.metrics = metrics
+        self.observer = observer
 
     def add(self, worker: int, part: dict[Key, Stats]) -> None:
         merge_into(self.totals, part)
         mine = self.by_worker.setdefault(worker, Stats())
         for st in part.values():
             mine.merge(st)
-        if self.metrics is not None:
-            self.metrics.add(worker, part)
+        self.observer.add(worker, part)
 
 
-def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
-              checkpoint: Callable[[LevelResult], None] | None = None, metrics: Observer | None = None,
-              sources: SourceFactory = local_source, watch: Watch | None = None) -> LevelResult:
+def run_level(cfg: LoadConfig, hosts: list[Host], level: int, observers: list[LevelObserver],
+              sources: SourceFactory = local_source) -> LevelResult:
     """One level, to its end: the time limit, the iterations, an error, a lost server,
-    Ctrl-C, or ``watch`` answering True (a capacity step that is already decided)."""
+    Ctrl-C, or an observer that finds it decided (a capacity step)."""
     settings = [h.settings for h in hosts]
     source = sources(cfg, settings, level)
     source.setup()
     workers = len(source.names())
-    tally = _Tally(metrics)
+    obs = _Observers(observers)
+    tally = _Tally(obs)
     totals, by_worker, add = tally.totals, tally.by_worker, tally.add
     interval: dict[Key, Stats] = {}
     timeline: list[dict[str, Any]] = []
     period = cfg.delay if cfg.delay > 0 else 1.0
-    display.level_started(level)
+    obs.level_started(level)
     interrupted = source_stopped = False
     with _Interrupt() as ctrl_c:
         t0 = time.monotonic()
@@ -380,10 +429,9 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
                 for worker, part in parts:
                     add(worker, part)
                     merge_into(interval, part)
-                if metrics is not None:
-                    metrics.status(source.live())
+                obs.status(source.live())
                 now = time.monotonic()
-                if watch is not None and not done and not source_stopped and watch(totals, source.live(), now - t0):
+                if not done and not source_stopped and obs.decided(totals, source.live(), now - t0):
                     source_stopped = True
                     source.stop()
                 if now - last >= period or done:
@@ -394,15 +442,15 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
                         ist.merge(host_stats)
                     if ist.queries or ist.errors or not done:
                         timeline.append(timeline_row(now - t0, seconds, ist))
-                        display.interval(level, timeline[-1], interval_by_host, seconds, merge_all(totals, "host"),
-                                         now - t0)
+                        obs.interval(level, timeline[-1], interval_by_host, seconds, merge_all(totals, "host"),
+                                     now - t0)
                     interval = {}
                     last = now
-                if checkpoint is not None and now - last_checkpoint >= CHECKPOINT_S and not done:
+                if obs.checkpoints and now - last_checkpoint >= CHECKPOINT_S and not done:
                     last_checkpoint = now
-                    checkpoint(LevelResult(level, workers, now - t0, {k: Stats().merge(v) for k, v in totals.items()},
-                                           list(timeline), interrupted=True,
-                                           per_worker=_per_worker(source, by_worker)))
+                    copied = {k: Stats().merge(v) for k, v in totals.items()}
+                    obs.checkpoint(LevelResult(level, workers, now - t0, copied, list(timeline), interrupted=True,
+                                               per_worker=_per_worker(source, by_worker)))
                 if done:
                     break
                 if ctrl_c.hit and not interrupted:
@@ -415,9 +463,8 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, display: Display,
         source.close()
     for worker, part in source.drain():  # anything sent while closing
         add(worker, part)
-    if metrics is not None:
-        metrics.status(st, final=True)
-    display.level_finished()
+    obs.status(st, final=True)
+    obs.level_finished()
     seconds = st.get("elapsed") or (time.monotonic() - t0)
     return LevelResult(
         concurrency=level,

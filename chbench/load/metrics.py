@@ -2,7 +2,7 @@
 
 prometheus_client serves them (its own HTTP server on a thread); what it serves is a
 custom collector over the totals the parent process already merges from every lane and
-worker process (``engine.run_level``), so the endpoint shows exactly what the results
+worker process (``levels.run_level``), so the endpoint shows exactly what the results
 file will say, and a scrape costs a pass over the merged histograms, never the lanes'
 time. Latency buckets are fixed edges in seconds (what Grafana's heatmaps read), filled
 from chbench's own log-bucketed histograms (each of its buckets, < 0.8% wide, counted
@@ -28,6 +28,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import ThreadingWSGIServer
 
 from chbench.errors import UsageError
+from chbench.load.levels import LevelObserver
 from chbench.load.recorder import Key, Stats
 from chbench.stats.histogram import bucket_bounds
 
@@ -55,7 +56,7 @@ def parse_bind(text: str) -> tuple[str, int]:
     return (host.strip("[]") or "127.0.0.1"), number
 
 
-class LoadMetrics:
+class LoadMetrics(LevelObserver):
     """The collector: cumulative totals over the whole run (every level), fed by the
     parent's level loop, read by scrapes."""
 

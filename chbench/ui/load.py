@@ -10,12 +10,12 @@ from typing import Any, TextIO
 from chbench.export.numbers import num
 from chbench.load.benchmark_text import text_report
 from chbench.load.config import LoadConfig
-from chbench.load.levels import Host
+from chbench.load.levels import Host, LevelObserver
 from chbench.load.recorder import Stats
 from chbench.load.summary import host_views
 
 
-class TextDisplay:
+class TextDisplay(LevelObserver):
     def __init__(self, cfg: LoadConfig, hosts: list[Host], stream: TextIO | None = None) -> None:
         self.cfg, self.hosts = cfg, hosts
         self.stream = stream or sys.stderr
@@ -39,7 +39,7 @@ class TextDisplay:
         pass
 
 
-class LiveDisplay:
+class LiveDisplay(LevelObserver):
     def __init__(self, cfg: LoadConfig, hosts: list[Host]) -> None:
         from rich.console import Console
         from rich.live import Live
@@ -73,7 +73,7 @@ class LiveDisplay:
         self.live.stop()
 
 
-class QuietDisplay:
+class QuietDisplay(LevelObserver):
     def level_started(self, level: int) -> None:
         pass
 
