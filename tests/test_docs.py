@@ -17,6 +17,7 @@ runs here.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shlex
@@ -178,12 +179,13 @@ def run_page(page: Path, server: ModernServer, work: Path) -> list[str]:
             except AssertionError as e:
                 problems.append(str(e))
     finally:
-        for proc in background:
+        for proc in background:  # the shell, and what it left running in its process group
             try:
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
                 problems.append(f"a background command of {page.name} was still running")
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
     return problems
 
 
