@@ -24,7 +24,6 @@ from chbench.errors import QueryError, ServerLost, UsageError
 from chbench.load.config import LoadConfig
 from chbench.load.levels import probe_hosts, run_level
 from chbench.targets import Credentials, Target, make_target
-from chbench.ui.load import make_display
 from chbench.workload import Query
 
 INGEST_TABLE = "hits_ingest"
@@ -93,7 +92,7 @@ def concurrent(connect: Connect, queries: list[Query], n: int, duration: float, 
                      query_id_prefix=f"chbench-cbstress-{seed}-",
                      settings={"max_execution_time": str(int(timeout))} if timeout else {})
     hosts = probe_hosts(cfg)
-    res = run_level(cfg, hosts, n, [make_display(cfg, hosts, quiet=True)])
+    res = run_level(cfg, hosts, n, [])  # nothing shows while a phase runs: its report comes after
     phase = Phase(name, seconds=min(res.seconds, duration), lost=res.fatal, interrupted=res.interrupted)
     for (_, q), st in sorted(res.totals.items()):
         if st.samples:

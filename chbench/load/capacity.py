@@ -138,9 +138,8 @@ class CapacityStep:
 
 def _leaning_to_break(slos: list[SLO], judged: list[dict[str, Any]]) -> bool:
     """An undecided SLO whose estimate already lies beyond its limit."""
-    return any(j["verdict"] == "undecided" and j["value"] is not None and j["value"] > s.limit
-               for s, j in zip(slos, judged, strict=True)) or any(
-        j["verdict"] == "undecided" and j["value"] is None for j in judged)
+    return any(j["verdict"] == "undecided" and (j["value"] is None or j["value"] > s.limit)
+               for s, j in zip(slos, judged, strict=True))
 
 
 def _verdict(judged: list[dict[str, Any]]) -> str:
@@ -196,12 +195,14 @@ class CapacitySearch:
     Nothing starts that could not hold before ``--max-time``."""
 
     def __init__(self, cfg: LoadConfig, hosts: list[Host], slos: list[SLO], rate_min: float, rate_max: float,
-                 step_s: float, display: LevelObserver, on_step: Any, metrics: LevelObserver | None = None,
+                 step_s: float, observers: list[LevelObserver], on_step: Any,
                  sources: SourceFactory = local_source, max_time: float = MAX_TIME_S,
                  on_progress: Any = None, probe_s: float = PROBE_S, say: Any = None) -> None:
         self.cfg, self.hosts, self.slos = cfg, hosts, slos
         self.rate_min, self.rate_max, self.step_s = rate_min, rate_max, step_s
-        self.display, self.on_step, self.metrics, self.sources = display, on_step, metrics, sources
+        # who watches every level of the search (with --metrics-port, Prometheus); the steps
+        # and the progress lines say the rest
+        self.observers, self.on_step, self.sources = observers, on_step, sources
         self.on_progress = on_progress or (lambda p: None)
         self.say = say or (lambda line: None)
         self.budget = Budget([(s, samples_to_decide(s)) for s in slos], max_time, min(probe_s, max_time / 20),
@@ -215,10 +216,6 @@ class CapacitySearch:
         self.probe_results: list[LevelResult] = []  # the probe's levels (closed loop), kept in the file too
         self.ended_by = "bracket"  # or "budget", "rate-min", "rate-max", "steps", "stopped"
         self.deadline = math.inf
-
-    def observers(self) -> list[LevelObserver]:
-        """Who watches each level of the search: the display and, with --metrics-port, Prometheus."""
-        return [self.display, *([self.metrics] if self.metrics is not None else [])]
 
     # -- the probe ---------------------------------------------------------------------------
     def run_probe(self) -> float | None:
@@ -234,7 +231,7 @@ class CapacitySearch:
         deadline = time.monotonic() + self.budget.probe_s
         while lanes <= self.cfg.concurrency and time.monotonic() < deadline and not self.stopped:
             cfg = replace(self.cfg, rate=0.0, poisson=False, timelimit=PROBE_LEVEL_S, iterations=0, concurrency=lanes)
-            res = run_level(cfg, self.hosts, lanes, self.observers(), sources=self.sources)
+            res = run_level(cfg, self.hosts, lanes, self.observers, sources=self.sources)
             self.probe_results.append(res)
             total = res.total()
             qps = total.queries / res.seconds if res.seconds > 0 else 0.0
@@ -264,7 +261,7 @@ class CapacitySearch:
         longest = min(hold_s * (1 + MAX_EXTENSIONS), self.deadline - time.monotonic())
         cfg = replace(self.cfg, rate=rate, timelimit=longest, iterations=0)
         looks = _Looks(self, rate, hold_s)
-        res = run_level(cfg, self.hosts, cfg.concurrency, [*self.observers(), looks], sources=self.sources)
+        res = run_level(cfg, self.hosts, cfg.concurrency, [*self.observers, looks], sources=self.sources)
         self.results.append(res)
         self.rates.append(rate)
         step = CapacityStep(rate, res.total(), res.seconds, res.due or 0, res.started, res.late,
@@ -336,7 +333,7 @@ class CapacitySearch:
                 if rate >= self.rate_max:
                     self.ended_by = "rate-max"
                     break
-                rate = min(rate * GROW, self.rate_max, failed or math.inf)
+                rate = min(rate * GROW, self.rate_max)  # nothing has failed yet
             else:
                 failed = rate
                 if held is not None:

@@ -155,8 +155,8 @@ def run_capacity(cfg: LoadConfig, hosts: list[Host], search_args: dict[str, Any]
                                 "probe": search.probe}
                 writer.checkpoint(force=True)
 
-            search = CapacitySearch(cfg, hosts, display=make_display(replace(cfg, delay=0.0), hosts, quiet=True),
-                            on_step=on_step, on_progress=on_progress, say=say, metrics=metrics, sources=sources,
+            search = CapacitySearch(cfg, hosts, observers=[metrics] if metrics is not None else [],
+                            on_step=on_step, on_progress=on_progress, say=say, sources=sources,
                             **search_args)
             cap = search.run()
             doc.capacity, doc.levels = cap, levels()

@@ -316,7 +316,7 @@ class _Observers(LevelObserver):
             o.status(status, final)
 
     def decided(self, totals: dict[Key, Stats], live: dict[str, Any], elapsed: float) -> bool:
-        return any([o.decided(totals, live, elapsed) for o in self.subscribers])
+        return any([o.decided(totals, live, elapsed) for o in self.subscribers])  # a list: every one looks
 
     def interval(self, level: int, row: dict[str, Any], hosts_stats: dict[int, Stats], seconds: float,
                  cumulative: dict[int, Stats], elapsed: float) -> None:

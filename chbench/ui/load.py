@@ -35,9 +35,6 @@ class TextDisplay(LevelObserver):
         self.stream.write("\n" + "\n".join(lines) + "\n")
         self.stream.flush()
 
-    def level_finished(self) -> None:
-        pass
-
 
 class LiveDisplay(LevelObserver):
     def __init__(self, cfg: LoadConfig, hosts: list[Host]) -> None:
@@ -73,21 +70,10 @@ class LiveDisplay(LevelObserver):
         self.live.stop()
 
 
-class QuietDisplay(LevelObserver):
-    def level_started(self, level: int) -> None:
-        pass
-
-    def interval(self, level: int, row: dict[str, Any], hosts_stats: dict[int, Stats], seconds: float,
-                 cumulative: dict[int, Stats], elapsed: float) -> None:
-        pass
-
-    def level_finished(self) -> None:
-        pass
-
-
-def make_display(cfg: LoadConfig, hosts: list[Host], quiet: bool = False) -> TextDisplay | LiveDisplay | QuietDisplay:
+def make_display(cfg: LoadConfig, hosts: list[Host], quiet: bool = False) -> LevelObserver:
+    """What shows a level while it runs; quiet, an observer that shows nothing."""
     if quiet:
-        return QuietDisplay()
+        return LevelObserver()
     if sys.stderr.isatty():
         return LiveDisplay(cfg, hosts)
     return TextDisplay(cfg, hosts)
