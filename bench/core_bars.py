@@ -9,6 +9,8 @@ drift falls on both alike.
 Cases (each round runs BEFORE and AFTER once, in alternating order):
   load     SELECT 1, closed loop, -c 4 -t SECONDS over the native protocol: QPS
   rate     SELECT 1, open loop --rate 500 -t SECONDS: achieved / offered
+  fast     the same at --rate 1500 (one hand-off every 0.7 ms): achieved / offered
+  p99      the open loop at --rate 500: latency p99 from the planned time (ms)
   stress   chbench clickbench stress --concurrent 4 --duration SECONDS on a synthetic
            hits table of 200,000 rows: QPS of the queries-only phase
 
@@ -48,11 +50,14 @@ def measure(case: str, tree: Path, server: ModernServer, seconds: float, tmp: Pa
                            "-d", "0", "--quiet"], tmp / "load.json")
         lv = d["levels"][-1]
         return lv["total"]["queries"] / lv["seconds"]
-    if case == "rate":
-        d = chbench(tree, ["load", "--target", server.native_url, "-q", "SELECT 1", "--rate", "500", "-c", "8",
+    if case in ("rate", "fast", "p99"):
+        rate = 1500 if case == "fast" else 500
+        d = chbench(tree, ["load", "--target", server.native_url, "-q", "SELECT 1", "--rate", str(rate), "-c", "8",
                            "-t", str(seconds), "-d", "0", "--quiet"], tmp / "rate.json")
         lv = d["levels"][-1]
-        return lv["total"]["queries"] / lv["seconds"] / 500.0
+        if case == "p99":
+            return float(lv["benchmark_json"]["query_time_percentiles"]["99"]) * 1000.0
+        return lv["total"]["queries"] / lv["seconds"] / rate
     d = chbench(tree, ["clickbench", "stress", "--target", server.http_url, "--concurrent", "4", "--duration",
                        str(seconds)], tmp / "stress.json")
     return float(d["phases"][0]["qps"])
@@ -61,7 +66,7 @@ def measure(case: str, tree: Path, server: ModernServer, seconds: float, tmp: Pa
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--before", required=True, metavar="REV")
-    ap.add_argument("--only", default="load,rate,stress")
+    ap.add_argument("--only", default="load,rate,fast,p99,stress")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=10.0)
     args = ap.parse_args()

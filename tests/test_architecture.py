@@ -4,6 +4,7 @@ only, nothing outside targets/ knows a target by its kind, functions stay short.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "chbench"
@@ -153,6 +154,7 @@ def test_every_results_writer_is_a_context_manager():
 
 # the capabilities and what each may not import (docs/architecture.md's table)
 CAPABILITY_RULES = {
+    "core": ("load", "replay", "clickbench", "distributed", "transfer", "runner", "results", "ui", "commands"),
     "load": ("clickbench", "replay", "transfer", "distributed", "commands"),
     "clickbench": ("replay", "transfer", "distributed", "commands"),
     "transfer": ("load", "clickbench", "replay", "distributed", "runner", "commands"),
@@ -227,4 +229,62 @@ def test_the_runner_reports_through_its_observers():
     (``ui/``) and upgrade's checks subscribe to it, the runner imports neither."""
     bad = [f"{path} imports {m}" for path, tree in _modules() if path.startswith("runner/")
            for m in _imported(tree) if m.startswith(("chbench.ui", "chbench.upgrade"))]
+    assert bad == []
+
+
+# the places that time a query they send: the lanes (every load level, capacity step,
+# stress phase, --workers process, lane host and replay), the sequential runner's one
+# timed execution (``run``'s rounds), transfer's timed send of each client path, and the
+# Locust user class whose requests Locust itself times
+TIMED_SENDERS = {"core/lanes.py", "runner/execute.py", "locust.py"}
+
+
+def test_no_module_outside_the_core_sends_a_timed_query():
+    """A function that sends a query on a target (``.execute(``) and reads a clock around
+    it lives in one of ``TIMED_SENDERS`` (transfer/ times client paths, not queries; the
+    targets time themselves)."""
+    clocks = {"monotonic", "perf_counter", "time_ns", "perf_counter_ns"}
+    bad = []
+    for path, tree in _modules():
+        if path in TIMED_SENDERS or path.startswith(("transfer/", "targets/")):
+            continue
+        for fn in ast.walk(tree):
+            if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                calls = {n.func.attr for n in ast.walk(fn) if isinstance(n, ast.Call)
+                         and isinstance(n.func, ast.Attribute)}
+                if "execute" in calls and calls & clocks:
+                    bad.append(f"{path}:{fn.lineno} {fn.name}")
+    assert bad == []
+
+
+def _layout_rows() -> dict[str, str]:
+    """docs/architecture.md's table: the first cell's folders and modules -> the row."""
+    doc = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in doc.splitlines():
+        if line.startswith("| `"):
+            first = line.split("|")[1]
+            for name in re.findall(r"`([^`]+)`", first):
+                rows[name] = line
+    return rows
+
+
+def test_the_documented_layout_is_the_code():
+    """Every package of chbench/ has a row in docs/architecture.md's table, every row names
+    folders and modules that exist, and every module a row names inside its folder exists."""
+    rows = _layout_rows()
+    packages = {f"{p.name}/" for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert packages - set(rows) == set(), "packages without a row"
+    bad = []
+    for name, line in rows.items():
+        if not (PACKAGE / name.rstrip("/")).exists():
+            bad.append(f"row {name}: no such folder or module")
+        if name.endswith("/"):
+            cells = line.split("|")[2]
+            for mod in re.findall(r"`((?:[a-z_]+/)*[a-z_]+\.py)`", cells):
+                repo = PACKAGE.parent
+                places = (PACKAGE / mod, PACKAGE / name / mod, repo / mod, repo / "tests" / mod)
+                found = any(p.exists() for p in places) or bool(list((PACKAGE / name).rglob(mod)))
+                if not found:
+                    bad.append(f"row {name}: {mod} is not in it")
     assert bad == []

@@ -7,9 +7,6 @@ from dataclasses import dataclass, field, replace
 from chbench.targets import Credentials
 from chbench.workload import Query
 
-# an open-loop request that starts more than this after its planned time is "late"
-LATE_MS = 5.0
-
 
 @dataclass
 class LoadConfig:

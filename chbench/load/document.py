@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from chbench.load.config import LATE_MS, LoadConfig
+from chbench.core.lanes import LATE_MS
+from chbench.load.config import LoadConfig
 from chbench.load.levels import Host, LevelResult
 from chbench.load.recorder import Stats
 from chbench.load.summary import HostView, benchmark_json, comparison, host_views, open_loop_summary

@@ -1,15 +1,14 @@
-"""One process's share of a load run: its connections ("lanes"), each a thread that
-claims the next request, sends it and records the outcome.
+"""A load level's feed for the lanes (``core/lanes.py``): what clickhouse-benchmark's
+closed loop or an open-loop schedule sends, to which host, and where each outcome goes.
 
 Closed loop (clickhouse-benchmark): a lane sends its next query as soon as the last
 one answered; latency is the query's own time. Open loop (``--rate``): request k has a
-planned start time (fixed spacing or Poisson arrivals); a lane waits for it, or starts
-at once if it is already behind, and latency counts from the planned time. A stalled
-server therefore shows up as latency and as late or dropped requests, never as a
-quietly lower offered load (no coordinated omission).
+planned start time (fixed spacing or Poisson arrivals) and latency counts from it, so a
+stalled server shows up as latency and as late or dropped requests, never as a quietly
+lower offered load (no coordinated omission).
 
-Worker processes (``--workers N``) run the same core and send their stats to the
-parent through a queue; see ``levels.py``."""
+Worker processes (``--workers N``) run the same lanes and send their stats to the
+parent through a queue (``process_main``; see ``levels.py``)."""
 
 from __future__ import annotations
 
@@ -17,19 +16,19 @@ import contextlib
 import math
 import random
 import signal
-import threading
 import time
 from typing import Any
 
 from chbench import messages
+from chbench.core.lanes import STOP_GRACE_S, Lane, Lanes, Policy, Slot
 from chbench.errors import ChbenchError, QueryError, ServerLost
-from chbench.load.config import LATE_MS, LoadConfig
+from chbench.load.config import LoadConfig
 from chbench.load.recorder import Recorder
-from chbench.targets import Target, make_target
+from chbench.targets import Sample, Target, make_target
 from chbench.workload.mix import Mix
 
 TICK_S = 0.2  # how often a worker process reports to the parent
-STOP_GRACE_S = 1.0  # after a stop, how long queries still running may take to answer
+ROTATE_EVERY = 25  # comparison mode: a fresh connection after this many queries (see _rotate)
 
 
 def open_target(spec: str, cfg: LoadConfig) -> Target:
@@ -39,11 +38,29 @@ def open_target(spec: str, cfg: LoadConfig) -> Target:
     return t
 
 
-class Core:
-    """The lanes of one process and what they share."""
+class LaneState:
+    """A load lane's own choices: its seeded generator and, for ClickBench's stress, its
+    permutation of the queries."""
+
+    __slots__ = ("rng", "order", "picked")
+
+    def __init__(self, cfg: LoadConfig, index: int) -> None:
+        self.rng = random.Random(cfg.seed * 7919 + index)
+        self.order: list[int] = []  # cfg.lane_order: this lane's permutation of the queries, cycled
+        if cfg.lane_order:
+            self.order = list(range(len(cfg.queries)))
+            random.Random(cfg.seed * 1000 + index).shuffle(self.order)
+        self.picked = 0
+
+
+class LoadFeed:
+    """What a load level sends: the workload's queries (weighted mix, or each lane's own
+    order) over the hosts, on clickhouse-benchmark's closed loop or an open-loop schedule
+    (fixed spacing or Poisson arrivals); outcomes into a :class:`Recorder`."""
 
     def __init__(self, cfg: LoadConfig, settings: list[dict[str, str]], worker: int = 0) -> None:
         self.cfg = cfg
+        self.timed = cfg.open_loop
         # per host, per query: the host's settings with the query's own on top (merged once)
         self.settings = [[{**hs, **q.settings} if q.settings else hs for q in cfg.queries] for hs in settings]
         self.worker = worker
@@ -51,128 +68,46 @@ class Core:
         self.members = cfg.members()  # the hosts of each target
         self.mix = Mix([q.weight for q in cfg.queries], cfg.randomize, cfg.seed, offset=worker)
         self.recorder = Recorder(cfg.latency_limit_ms, cfg.open_loop, cfg.raw)
-        self.stop = threading.Event()
-        self.fatal: str | None = None  # the server is gone (exit 3)
-        self.failure: str | None = None  # a query failed and the run stops (exit 1)
-        self.lanes: list[Lane] = []
-        self._lock = threading.Lock()
-        self._claimed = 0
-        self._started = 0
-        self._consecutive = 0
         self._rng = random.Random(cfg.seed)
         self._next_time = 0.0
-        self.t0 = 0.0
-        self.deadline = math.inf
-        self.ended_at: float | None = None
-        self.finished = threading.Event()  # every lane has returned
-        self._running = 0
 
-    # -- set-up --------------------------------------------------------------------------
-    def setup(self) -> None:
-        for i in range(self.cfg.concurrency):
-            lane = Lane(self, i)
-            self.lanes.append(lane)
-            for spec in self.cfg.targets:
-                lane.targets.append(open_target(spec, self.cfg))
-
-    def start(self, t0: float) -> None:
-        self.t0 = t0
-        self.deadline = t0 + self.cfg.timelimit if self.cfg.timelimit else math.inf
-        self._next_time = t0
-        self._running = len(self.lanes)
-        if not self.lanes:
-            self.finished.set()
-        for lane in self.lanes:
-            lane.start()
-
-    def lane_exit(self) -> None:
-        with self._lock:
-            self._running -= 1
-            if self._running <= 0:
-                self.ended_at = time.monotonic()
-                self.finished.set()
-
-    def close(self) -> None:
-        for lane in self.lanes:
-            for t in lane.targets:
-                with contextlib.suppress(Exception):
-                    t.close()
-
-    # -- shared by lanes -----------------------------------------------------------------
-    def claim(self) -> tuple[int, float | None] | None:
+    # -- the schedule (under the lanes' lock) --------------------------------------------
+    def claim(self, lanes: Lanes, lane: Lane, k: int) -> Slot | None:
         cfg = self.cfg
-        with self._lock:
-            if self.stop.is_set():
-                return None
-            k = self._claimed
-            if cfg.iterations and k >= cfg.iterations:
-                return None
-            planned: float | None = None
-            if cfg.open_loop:
-                if cfg.poisson:
-                    if k:
-                        self._next_time += self._rng.expovariate(cfg.rate)
-                    planned = self._next_time
-                else:
-                    planned = self.t0 + cfg.phase + k / cfg.rate
-                if planned >= self.deadline:
-                    return None
-            if time.monotonic() >= self.deadline:  # -t: stop launching; what is still due is dropped
-                return None
-            self._claimed = k + 1
-            return k, planned
+        if cfg.iterations and k >= cfg.iterations:
+            return None
+        planned: float | None = None
+        if cfg.open_loop:
+            if cfg.poisson:
+                self._next_time = self._next_time + self._rng.expovariate(cfg.rate) if k else lanes.t0
+                planned = self._next_time
+            else:
+                planned = lanes.t0 + cfg.phase + k / cfg.rate
+        st: LaneState = lane.state
+        n_targets = len(self.members)
+        hosts = self.members[0 if n_targets == 1 else st.rng.randrange(n_targets)]
+        if len(hosts) == 1:
+            h = hosts[0]
+        else:  # a cluster target (or --roundrobin): this query's host, per-host stats
+            h = hosts[st.rng.randrange(len(hosts)) if cfg.pick == "random" else k % len(hosts)]
+        q = st.order[st.picked % len(st.order)] if st.order else self.mix.pick(k)
+        st.picked += 1
+        qid = f"{cfg.query_id_prefix}{self.worker}-{lane.index}-{k}" if cfg.query_id_prefix else ""
+        return Slot(k, planned, h, self.sqls[q], self.settings[h][q], qid, (h, q))
 
-    def begun(self) -> None:
-        with self._lock:
-            self._started += 1
-
-    def succeeded(self) -> None:
-        self._consecutive = 0
-
-    def failed(self, message: str) -> None:
-        cfg = self.cfg
-        with self._lock:
-            self._consecutive += 1
-            if not cfg.continue_on_errors:
-                self.failure = self.failure or message
-                self.stop.set()
-            elif cfg.max_consecutive_errors and self._consecutive >= cfg.max_consecutive_errors:
-                self.failure = self.failure or f"stopped after {self._consecutive} consecutive errors; last: {message}"
-                self.stop.set()
-
-    def halt(self) -> None:
-        """Stop on purpose (Ctrl-C, a decided capacity step, the parent's word): the
-        schedule ends now, so what was planned after this moment is not counted as due."""
-        with self._lock:
-            self.deadline = min(self.deadline, time.monotonic())
-        self.stop.set()
-
-    def lost(self, message: str) -> None:
-        with self._lock:
-            self.fatal = self.fatal or message
-            self.stop.set()
-
-    # -- status --------------------------------------------------------------------------
-    def alive(self) -> bool:
-        return not self.finished.is_set()
-
-    def join(self, timeout: float) -> None:
-        """Wait for the lanes; a lane stuck in a long query is abandoned (daemon thread)."""
-        self.finished.wait(timeout)
-        if self.ended_at is None:
-            self.ended_at = time.monotonic()
-
-    def due(self, end: float) -> int:
+    def due(self, lanes: Lanes, end: float) -> int:
         """Open loop: requests planned before ``end``."""
         cfg = self.cfg
-        span = min(end, self.deadline) - self.t0 - cfg.phase
+        span = min(end, lanes.deadline) - lanes.t0 - cfg.phase
         if span <= 0:
             return 0
         if cfg.poisson:  # started + claimed but waiting + not yet drawn, all before end
-            limit = self.t0 + span
-            with self._lock:
-                n = self._started + sum(1 for lane in self.lanes if lane.waiting is not None and lane.waiting < limit)
-                t = self._next_time
+            limit = lanes.t0 + span
+            with lanes._cond:
+                n = lanes.started + lanes.waiting_before(limit)
+                t = self._next_time if lanes.claimed else lanes.t0
+                if not lanes.claimed and t < limit:
+                    n += 1
                 while True:
                     t += self._rng.expovariate(cfg.rate)
                     if t >= limit:
@@ -183,143 +118,115 @@ class Core:
             n = math.ceil(span * cfg.rate)
         return min(n, cfg.iterations) if cfg.iterations else n
 
-    def status(self, final: bool = False) -> dict[str, Any]:
-        now = self.ended_at or time.monotonic()
-        st: dict[str, Any] = {
-            "started": self._started,
-            "late": sum(lane.late for lane in self.lanes),
-            "fatal": self.fatal,
-            "failure": self.failure,
-            "elapsed": max(0.0, now - self.t0) if self.t0 else 0.0,
-        }
-        if self.cfg.open_loop and self.t0:
-            # a Poisson count draws the rest of the schedule: only once the run is over
-            st["due"] = self.due(now) if final or not self.cfg.poisson else self._claimed
-        return st
+    # -- connections ---------------------------------------------------------------------
+    def prepare(self, lane: Lane) -> None:
+        lane.state = LaneState(self.cfg, lane.index)
+        for h, spec in enumerate(self.cfg.targets):
+            lane.targets[h] = open_target(spec, self.cfg)
+
+    def connection(self, lane: Lane, where: Any) -> Target | None:
+        return lane.targets[where]
+
+    def after(self, lane: Lane, target: Target, done: int) -> None:
+        cfg = self.cfg
+        if cfg.reconnect:
+            if done % cfg.reconnect == 0:
+                for t in lane.targets.values():
+                    t.reconnect()  # clickhouse-benchmark's --reconnect: the next query connects
+        elif len(self.members) > 1 and done % ROTATE_EVERY == 0:
+            _rotate(target)
+
+    # -- outcomes ------------------------------------------------------------------------
+    def ok(self, lane: Lane, slot: Slot, sent: float, end: float, s: Sample) -> None:
+        service = s.client_ms or 0.0
+        latency = (end - slot.planned) * 1000.0 if slot.planned is not None else service
+        self.recorder.ok(slot.tag, latency, service, s.read_rows, s.read_bytes, s.result_rows, s.result_bytes)
+
+    def failed(self, lane: Lane, slot: Slot, sent: float, end: float, code: int, message: str, lost: bool) -> None:
+        if not lost:  # a lost server ends the level: its last query is not the workload's error
+            self.recorder.error(slot.tag, code, message)
+
+    def refused(self, lane: Lane, slot: Slot, sent: float) -> None:  # every host was probed: never refused
+        raise AssertionError("a load host refused a connection it had opened")
 
 
-ROTATE_EVERY = 25  # comparison mode: a fresh connection after this many queries (see _rotate)
+def _rotate(target: Target) -> None:
+    """Comparison mode: replace the connection, outside any timing.
+
+    Two connections to the *same* server differ by a few percent for their whole life
+    (which server thread and core serves them): with one connection per host, the same
+    server twice was called different by the t-test in 3 of 25 A/A runs here. Fresh
+    connections every 25 queries spread that effect over both sides (0 of 25). The new
+    connection is opened and primed with an unrecorded SELECT 1."""
+    target.reconnect()
+    with contextlib.suppress(QueryError, ServerLost):  # a real failure shows on the next query
+        target.execute("SELECT 1", {}, "", 30.0)
 
 
-class Lane(threading.Thread):
-    """One connection (to each host) and the loop that drives it."""
+def load_lanes(cfg: LoadConfig, settings: list[dict[str, str]], worker: int = 0) -> Lanes:
+    """A level's lanes in this process (not connected yet: ``setup_load``)."""
+    policy = Policy(timeout=cfg.timeout, continue_on_errors=cfg.continue_on_errors,
+                    max_consecutive_errors=cfg.max_consecutive_errors)
+    return Lanes(LoadFeed(cfg, settings, worker), policy, "lane")
 
-    def __init__(self, core: Core, index: int) -> None:
-        super().__init__(name=f"chbench-lane-{index}", daemon=True)
-        self.core = core
-        self.index = index
-        self.targets: list[Target] = []
-        self.late = 0
-        self.waiting: float | None = None  # open loop: planned time of a claimed request not started yet
-        self.rng = random.Random(core.cfg.seed * 7919 + index)
-        self.order: list[int] = []  # cfg.lane_order: this lane's permutation of the queries, cycled
-        if core.cfg.lane_order:
-            self.order = list(range(len(core.cfg.queries)))
-            random.Random(core.cfg.seed * 1000 + index).shuffle(self.order)
 
-    def run(self) -> None:
-        try:
-            self._loop()
-        except Exception as e:  # noqa: BLE001 - never die silently: stop the run with the reason
-            self.core.lost(f"internal error in a load connection: {type(e).__name__}: {e}")
-        finally:
-            self.core.lane_exit()
+def recorder_of(lanes: Lanes) -> Recorder:
+    feed = lanes.feed
+    assert isinstance(feed, LoadFeed)
+    return feed.recorder
 
-    def _rotate(self, target: Target) -> None:
-        """Comparison mode: replace the connection, outside any timing.
 
-        Two connections to the *same* server differ by a few percent for their whole
-        life (which server thread and core serves them): with one connection per host,
-        the same server twice was called different by the t-test in 3 of 25 A/A runs
-        here. Fresh connections every 25 queries spread that effect over both sides
-        (0 of 25). The new connection is opened and primed with an unrecorded SELECT 1."""
-        target.reconnect()
-        with contextlib.suppress(QueryError, ServerLost):  # a real failure shows on the next query
-            target.execute("SELECT 1", {}, "", 30.0)
+def level_status(lanes: Lanes, final: bool = False) -> dict[str, Any]:
+    """A load level's counters (the parent sums those of every process)."""
+    feed = lanes.feed
+    assert isinstance(feed, LoadFeed)
+    st: dict[str, Any] = {"started": lanes.started, "late": lanes.late(), "fatal": lanes.fatal,
+                          "failure": lanes.failure, "elapsed": lanes.elapsed()}
+    if feed.cfg.open_loop and lanes.t0:
+        # a Poisson count draws the rest of the schedule: only once the run is over
+        now = lanes.ended_at or time.monotonic()
+        st["due"] = feed.due(lanes, now) if final or not feed.cfg.poisson else lanes.claimed
+    return st
 
-    def _loop(self) -> None:
-        core, cfg = self.core, self.core.cfg
-        rec, stop, sqls, settings = core.recorder, core.stop, core.sqls, core.settings
-        members = core.members
-        n_targets = len(members)
-        random_pick = cfg.pick == "random"
-        prefix = cfg.query_id_prefix
-        done = done_or_failed = 0
-        while True:
-            slot = core.claim()
-            if slot is None:
-                return
-            k, planned = slot
-            if planned is not None:
-                self.waiting = planned
-                while True:
-                    wait = planned - time.monotonic()
-                    if wait <= 0 or stop.is_set():
-                        break
-                    time.sleep(wait if wait < 0.05 else 0.05)
-                if stop.is_set():
-                    return
-                if (time.monotonic() - planned) * 1000.0 > LATE_MS:
-                    self.late += 1
-            hosts = members[0 if n_targets == 1 else self.rng.randrange(n_targets)]
-            if len(hosts) == 1:
-                h = hosts[0]
-            else:  # a cluster target (or --roundrobin): this query's host, per-host stats
-                h = hosts[self.rng.randrange(len(hosts)) if random_pick else k % len(hosts)]
-            q = self.order[done_or_failed % len(self.order)] if self.order else core.mix.pick(k)
-            done_or_failed += 1
-            key = (h, q)
-            target = self.targets[h]
-            qid = f"{prefix}{core.worker}-{self.index}-{k}" if prefix else ""
-            core.begun()
-            self.waiting = None
-            try:
-                s = target.execute(sqls[q], settings[h][q], qid, cfg.timeout)
-            except QueryError as e:
-                if stop.is_set() and cfg.timeout is None:
-                    return  # abandoned at the end of the run: not the server's fault
-                rec.error(key, e.code, e.message)
-                core.failed(f"{target.url}: Code: {e.code}. {e.message}" if e.code else f"{target.url}: {e.message}")
-                continue
-            except ServerLost as e:
-                if not stop.is_set():
-                    core.lost(str(e))
-                return
-            end = time.monotonic()
-            service = s.client_ms or 0.0
-            latency = (end - planned) * 1000.0 if planned is not None else service
-            rec.ok(key, latency, service, s.read_rows, s.read_bytes, s.result_rows, s.result_bytes)
-            core.succeeded()
-            done += 1
-            if cfg.reconnect:
-                if done % cfg.reconnect == 0:
-                    for t in self.targets:
-                        t.reconnect()  # clickhouse-benchmark's --reconnect: the next query connects
-            elif n_targets > 1 and done % ROTATE_EVERY == 0:
-                self._rotate(target)
+
+def setup_load(lanes: Lanes) -> None:
+    """Connect the level's lanes (one per ``-c``); on failure close what opened."""
+    feed = lanes.feed
+    assert isinstance(feed, LoadFeed)
+    try:
+        lanes.setup(feed.cfg.concurrency)
+    except BaseException:
+        lanes.close()
+        raise
+
+
+def start_load(lanes: Lanes, t0: float) -> None:
+    feed = lanes.feed
+    assert isinstance(feed, LoadFeed)
+    lanes.start(t0, feed.cfg.timelimit)
 
 
 def process_main(cfg: LoadConfig, settings: list[dict[str, str]], worker: int, queue: Any, go: Any,
                  start_at: Any, stop: Any) -> None:
     """Entry point of a worker process (multiprocessing, spawn)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and tells us
-    core = Core(cfg, settings, worker)
+    lanes = load_lanes(cfg, settings, worker)
     try:
-        core.setup()
+        setup_load(lanes)
     except ChbenchError as e:
         queue.put(messages.Failed(worker=worker, message=str(e)))
-        core.close()
         return
     queue.put(messages.Ready(worker=worker))
+    recorder = recorder_of(lanes)
     while not go.wait(0.1):
         if stop.is_set():
-            core.close()
+            lanes.close()
             return
-    core.start(time.monotonic() + (start_at.value - time.time()))
-    while core.alive() and not core.stop.is_set():
+    start_load(lanes, time.monotonic() + (start_at.value - time.time()))
+    while lanes.alive() and not lanes.stop.is_set():
         if stop.wait(TICK_S):
-            core.halt()
-        queue.put(messages.Measured(worker=worker, stats=core.recorder.swap(), status=core.status()))
-    core.join(STOP_GRACE_S)
-    queue.put(messages.Done(worker=worker, stats=core.recorder.swap(), status=core.status(final=True)))
-    core.close()
+            lanes.halt()
+        queue.put(messages.Measured(worker=worker, stats=recorder.swap(), status=level_status(lanes)))
+    lanes.join(STOP_GRACE_S)
+    queue.put(messages.Done(worker=worker, stats=recorder.swap(), status=level_status(lanes, final=True)))
+    lanes.close()

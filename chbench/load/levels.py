@@ -16,9 +16,18 @@ from types import FrameType
 from typing import Any, Protocol
 
 from chbench import messages
+from chbench.core.lanes import STOP_GRACE_S
 from chbench.errors import ConnectError, UsageError
 from chbench.load.config import LoadConfig
-from chbench.load.lanes import STOP_GRACE_S, TICK_S, Core, process_main
+from chbench.load.lanes import (
+    TICK_S,
+    level_status,
+    load_lanes,
+    process_main,
+    recorder_of,
+    setup_load,
+    start_load,
+)
 from chbench.load.recorder import Key, Stats, merge_all, merge_into
 from chbench.targets import ServerInfo, make_target
 
@@ -113,46 +122,43 @@ class LocalSource:
     """Lanes as threads of this process."""
 
     def __init__(self, cfg: LoadConfig, settings: list[dict[str, str]]) -> None:
-        self.core = Core(cfg, settings, 0)
+        self.lanes = load_lanes(cfg, settings, 0)
+        self.recorder = recorder_of(self.lanes)
         self._stopped_at: float | None = None
 
     def setup(self) -> None:
-        try:
-            self.core.setup()
-        except BaseException:
-            self.core.close()
-            raise
+        setup_load(self.lanes)
 
     def start(self) -> None:
-        self.core.start(time.monotonic())
+        start_load(self.lanes, time.monotonic())
 
     def pump(self, timeout: float) -> tuple[list[tuple[int, dict[Key, Stats]]], bool]:
-        core = self.core
-        done = core.finished.wait(timeout)
-        if not done and core.stop.is_set():
+        lanes = self.lanes
+        done = lanes.finished.wait(timeout)
+        if not done and lanes.stop.is_set():
             if self._stopped_at is None:
                 self._stopped_at = time.monotonic()
             elif time.monotonic() - self._stopped_at >= STOP_GRACE_S:
-                core.join(0.0)  # lanes stuck in long queries are abandoned
+                lanes.join(0.0)  # lanes stuck in long queries are abandoned
                 done = True
-        return [(0, core.recorder.swap())], done
+        return [(0, self.recorder.swap())], done
 
     def stop(self) -> None:
-        self.core.halt()
+        self.lanes.halt()
 
     def status(self) -> dict[str, Any]:
-        return self.core.status(final=True)
+        return level_status(self.lanes, final=True)
 
     def live(self) -> dict[str, Any]:
         """The counters while the level runs (never draws the rest of a Poisson schedule)."""
-        return self.core.status()
+        return level_status(self.lanes)
 
     def close(self) -> None:
-        self.core.join(0.0)
-        self.core.close()
+        self.lanes.join(0.0)
+        self.lanes.close()
 
     def drain(self) -> list[tuple[int, dict[Key, Stats]]]:
-        return [(0, self.core.recorder.swap())]
+        return [(0, self.recorder.swap())]
 
     def names(self) -> dict[int, dict[str, Any]]:
         return {0: {"name": "local"}}

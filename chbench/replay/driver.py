@@ -17,11 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from chbench.core.lanes import LATE_MS, SPARE_LANES
 from chbench.errors import UsageError
 from chbench.outcome import Outcome
 from chbench.replay import analysis
 from chbench.replay.answers import check_answers
-from chbench.replay.player import LATE_MS, SPARE_LANES, Item, Player, PlayOptions, lanes_needed, run_players
+from chbench.replay.player import Item, Player, PlayOptions, lanes_needed, run_players
 from chbench.replay.statements import client_setting, short_name, skip_reason
 from chbench.replay.workload_file import read_header, records
 from chbench.results import Meta, ResultsWriter
@@ -286,7 +287,7 @@ def fill(doc: ReplayDocument, p: ReplayPlan, sides: list[ReplaySide], final: boo
     for t, s in zip(doc.targets, sides, strict=True):
         one = analysis.schedule_summary(p.lines, skipped, [columns[s.id]] if s.id in columns else [], 1, LATE_MS,
                                         timed)
-        t["schedule"] = {**one, "connections": len(s.player.lanes) if s.player else 0,
+        t["schedule"] = {**one, "connections": s.player.connections if s.player else 0,
                          "fatal": s.player.fatal if s.player else None}
     if final:
         doc.by_hash = analysis.by_hash(doc.hashes, columns)

@@ -2,9 +2,9 @@
 ClickBench runner, its stress workers): a query the server refuses becomes a sample
 carrying its error; a lost server or Ctrl-C goes up to the caller.
 
-``chbench load`` keeps a loop of its own (``load/lanes.py``): its lanes run open-loop
-schedules into mergeable histograms at thousands of queries a second, where every
-function call on the hot path shows in the QPS bar."""
+The concurrent senders (load levels, capacity steps, ClickBench stress, ``--workers``
+processes, distributed lane hosts, replay) run on the lanes (``core/lanes.py``): closed
+loop, open-loop schedules and captured offsets, at thousands of queries a second."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""The one execution core: the lanes every concurrent timed sender runs on (``lanes.py``)."""
