@@ -7,15 +7,16 @@ stopping:
 
 * **Untimed feeds** (closed loop, clickhouse-benchmark; a sequential replay): a lane
   claims the next request and sends it as soon as the last one answered.
-* **Timed feeds** (fixed-rate or Poisson arrivals, a captured workload's offsets): one
-  lane at a time *leads* — it claims the next request, waits for its planned time, hands
-  leadership to an idle lane and sends. Requests are claimed in order, only one lane
-  waits on the clock, and a slow query never holds back the next one. A request that
-  starts more than ``LATE_MS`` after its planned time is counted late, and the feed gets
-  the planned time, so a stalled server shows as latency, never as a quietly thinner load
-  (no coordinated omission).
-* **Growing** (``grow_to``, replay): when a hand-off finds ``SPARE_LANES`` or fewer idle
-  lanes, another lane is opened on a thread of its own, up to ``grow_to``.
+* **Timed feeds** (fixed-rate or Poisson arrivals, a captured workload's offsets): a
+  free lane claims the next planned request and waits for its time; with ``one_leader``
+  (replay) only one lane at a time claims and waits, then hands leadership to an idle
+  lane and sends — requests are claimed in order from a stream, only one lane waits on
+  the clock, and the lanes can grow. Either way a request that starts more than
+  ``LATE_MS`` after its planned time is counted late and the feed gets the planned time,
+  so a stalled server shows as latency, never as a quietly thinner load (no coordinated
+  omission).
+* **Growing** (``grow_to``, with ``one_leader``): when a hand-off finds ``SPARE_LANES``
+  or fewer idle lanes, another lane is opened on a thread of its own, up to ``grow_to``.
 
 Nothing here knows a results file, a display or a command: levels (``load/levels.py``)
 and the replay driver watch a :class:`Lanes` through its counters and their feed's
@@ -86,7 +87,13 @@ class Policy:
     timeout: float | None = None
     continue_on_errors: bool = True  # False: the first failed query stops the lanes (exit 1)
     max_consecutive_errors: int = 0  # 0: no limit
-    grow_to: int = 0  # timed feeds: open lanes while sending, up to this many (0: never)
+    # timed feeds: one lane at a time claims and waits on the clock (replay: requests
+    # claimed in order from a stream, lanes that grow). Without it each free lane claims
+    # the next planned request and waits for it itself: measured with load's --rate 500,
+    # -c 8, SELECT 1, the hand-off's wake-up raised latency p99 from 3.6-4.7 ms to
+    # 5.5-7.7 ms (docs/measured.md)
+    one_leader: bool = False
+    grow_to: int = 0  # one_leader: open lanes while sending, up to this many (0: never)
 
 
 class Lanes:
@@ -105,10 +112,11 @@ class Lanes:
         self.deadline = math.inf
         self.ended_at: float | None = None
         self.claimed = 0
-        self.started = 0  # sent (or refused) so far
-        self.in_flight = 0
         self.exhausted = False
-        self._cond = threading.Condition(threading.Lock())
+        # claims take the plain lock (a Condition's own ``with`` is a Python-level call on
+        # every closed-loop query); leaders wait on the Condition over the same lock
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
         self._leader: Lane | None = None
         self._idle = 0
         self._connecting = 0  # grown lanes not connected yet: spares to come
@@ -127,7 +135,7 @@ class Lanes:
         """Start at ``t0``; with ``limit_s`` nothing is launched after ``t0 + limit_s``."""
         self.t0 = t0
         self.deadline = t0 + limit_s if limit_s else math.inf
-        with self._cond:
+        with self.cond:
             self._running = len(self.lanes)
         if not self.lanes:
             self.finished.set()
@@ -140,65 +148,65 @@ class Lanes:
 
     # -- what lanes share -----------------------------------------------------------------
     def lead(self, lane: Lane) -> Slot | None:
-        """The next request for ``lane`` (None: nothing left). For a timed feed, wait to
-        be the leader first: the leader alone claims and waits on the clock."""
+        """The next request for ``lane`` (None: nothing left). With ``one_leader`` a timed
+        feed's lane first waits to be the leader: the leader alone claims and waits on
+        the clock."""
         feed = self.feed
-        with self._cond:
-            if feed.timed:
+        one_leader = self.policy.one_leader and feed.timed
+        with self.lock:
+            if one_leader:
                 while self._leader is not None and not self.stop.is_set() and not self.exhausted:
                     self._idle += 1
-                    self._cond.wait(0.5)
+                    self.cond.wait(0.5)
                     self._idle -= 1
             if self.stop.is_set() or self.exhausted or time.monotonic() >= self.deadline:
                 return None
             slot = feed.claim(self, lane, self.claimed)
             if slot is None or (slot.planned is not None and slot.planned >= self.deadline):
                 self.exhausted = True  # the schedule is over: idle lanes return
-                self._cond.notify_all()
+                self.cond.notify_all()
                 return None
             self.claimed += 1
-            if feed.timed:
+            lane.waiting = slot.planned
+            if one_leader:
                 self._leader = lane
-                lane.waiting = slot.planned
             return slot
 
     def hand_off(self, lane: Lane) -> None:
-        """The request's time has come: it starts, and (timed) an idle lane leads next."""
+        """The request's time has come: it starts and, with ``one_leader``, an idle lane
+        leads next. Otherwise nothing is shared: the counts are the lane's own (a lock
+        here cost closed-loop QPS, see docs/measured.md)."""
+        lane.sent += 1
+        lane.waiting = None
+        if self._leader is not lane:  # only this lane makes itself the leader: no lock to read it
+            return
         grow = False
-        with self._cond:
-            self.started += 1
-            self.in_flight += 1
-            lane.waiting = None
-            if self._leader is lane:
-                self._leader = None
-                self._cond.notify()
-                # lanes still connecting count as spares: a server slow to accept
-                # connections would otherwise get a new one at every hand-off (measured:
-                # 512 connections and a collapse at 10x on a saturated server)
-                grow = (self.policy.grow_to > len(self.lanes) and not self.stop.is_set()
-                        and self._idle + self._connecting <= SPARE_LANES)
-                if grow:
-                    grown = Lane(self, len(self.lanes), grown=True)
-                    self.lanes.append(grown)
-                    self._running += 1
-                    self._connecting += 1
+        with self.cond:
+            self._leader = None
+            self.cond.notify()
+            # lanes still connecting count as spares: a server slow to accept connections
+            # would otherwise get a new one at every hand-off (measured: 512 connections
+            # and a collapse at 10x on a saturated server)
+            grow = (self.policy.grow_to > len(self.lanes) and not self.stop.is_set()
+                    and self._idle + self._connecting <= SPARE_LANES)
+            if grow:
+                grown = Lane(self, len(self.lanes), grown=True)
+                self.lanes.append(grown)
+                self._running += 1
+                self._connecting += 1
         if grow:
             grown.start()
 
     def resign(self, lane: Lane) -> None:
         """``lane`` leaves without sending what it claimed (stopped, or it failed)."""
-        with self._cond:
+        with self.cond:
             lane.waiting = None
             if self._leader is lane:
                 self._leader = None
-                self._cond.notify()
-
-    def answered(self) -> None:
-        with self._cond:
-            self.in_flight -= 1
+                self.cond.notify()
 
     def connected(self) -> None:
-        with self._cond:
+        with self.cond:
             self._connecting -= 1
 
     def succeeded(self) -> None:
@@ -206,7 +214,7 @@ class Lanes:
 
     def failed(self, message: str) -> None:
         policy = self.policy
-        with self._cond:
+        with self.cond:
             self._consecutive += 1
             if not policy.continue_on_errors:
                 self.failure = self.failure or message
@@ -216,28 +224,28 @@ class Lanes:
                 self._stop()
 
     def lost(self, message: str) -> None:
-        with self._cond:
+        with self.cond:
             self.fatal = self.fatal or message
             self._stop()
 
     def halt(self) -> None:
         """Stop on purpose (Ctrl-C, a decided capacity step, the parent's word): the
         schedule ends now, so what was planned after this moment is not counted as due."""
-        with self._cond:
+        with self.cond:
             self.deadline = min(self.deadline, time.monotonic())
             self._stop()
 
     def _stop(self) -> None:  # under the lock
         self.stop.set()
-        self._cond.notify_all()
+        self.cond.notify_all()
 
     def lane_exit(self) -> None:
-        with self._cond:
+        with self.cond:
             self._running -= 1
             if self._running <= 0:
                 self.ended_at = time.monotonic()
                 self.finished.set()
-            self._cond.notify_all()
+            self.cond.notify_all()
 
     # -- status --------------------------------------------------------------------------
     def alive(self) -> bool:
@@ -253,8 +261,17 @@ class Lanes:
         """Claimed requests planned before ``limit`` that have not started yet."""
         return sum(1 for lane in self.lanes if lane.waiting is not None and lane.waiting < limit)
 
+    @property
+    def started(self) -> int:
+        """Requests sent (or refused) so far."""
+        return sum(lane.sent for lane in list(self.lanes))
+
+    @property
+    def in_flight(self) -> int:
+        return sum(lane.sent - lane.answered for lane in list(self.lanes))
+
     def late(self) -> int:
-        return sum(lane.late for lane in self.lanes)
+        return sum(lane.late for lane in list(self.lanes))
 
     def elapsed(self) -> float:
         now = self.ended_at or time.monotonic()
@@ -271,6 +288,8 @@ class Lane(threading.Thread):
         self.grown = grown  # opened while sending: connects on its own thread first
         self.targets: dict[Any, Target] = {}  # the feed's connections, by its key
         self.late = 0
+        self.sent = 0  # requests this lane started (written by this lane only)
+        self.answered = 0  # and those that came back, however
         self.waiting: float | None = None  # timed: planned time of a claimed request not started yet
         self.state: Any = None  # the feed's own per-lane state
 
@@ -319,26 +338,26 @@ class Lane(threading.Thread):
             if planned is not None and (sent - planned) * 1000.0 > LATE_MS:
                 self.late += 1
             if target is None:  # refused there: an error of its own, not sent
-                lanes.answered()
+                self.answered += 1
                 feed.refused(self, slot, sent)
                 continue
             try:
                 s = target.execute(slot.sql, slot.settings, slot.query_id, timeout)
             except QueryError as e:
-                lanes.answered()
+                self.answered += 1
                 if stop.is_set() and timeout is None:
                     return  # abandoned at the end of the run: not the server's fault
                 feed.failed(self, slot, sent, time.monotonic(), e.code or 0, e.message, False)
                 lanes.failed(f"{target.url}: Code: {e.code}. {e.message}" if e.code else f"{target.url}: {e.message}")
                 continue
             except ServerLost as e:
-                lanes.answered()
+                self.answered += 1
                 if not stop.is_set():
                     feed.failed(self, slot, sent, time.monotonic(), 0, str(e), True)
                     lanes.lost(str(e))
                 return
             end = time.monotonic()
-            lanes.answered()
+            self.answered += 1
             feed.ok(self, slot, sent, end, s)
             lanes.succeeded()
             done += 1

@@ -103,7 +103,7 @@ class LoadFeed:
             return 0
         if cfg.poisson:  # started + claimed but waiting + not yet drawn, all before end
             limit = lanes.t0 + span
-            with lanes._cond:
+            with lanes.cond:
                 n = lanes.started + lanes.waiting_before(limit)
                 t = self._next_time if lanes.claimed else lanes.t0
                 if not lanes.claimed and t < limit:

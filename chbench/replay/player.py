@@ -186,7 +186,8 @@ class Player:
         self.opts = opts
         self.feed = ReplayFeed(opts, items, side)
         self.samples = self.feed.samples
-        self.lanes = Lanes(self.feed, Policy(timeout=opts.timeout, grow_to=0 if opts.sequential else opts.max_lanes),
+        self.lanes = Lanes(self.feed, Policy(timeout=opts.timeout, one_leader=True,
+                                                   grow_to=0 if opts.sequential else opts.max_lanes),
                            f"replay-{side}")
 
     @property
