@@ -2,9 +2,9 @@
 while a background writer streams rows into another table.
 
 Concurrent test: ``N`` connections, each cycling through its own seeded permutation
-of the 43 queries until the time is up — on load's lanes (``load/levels.py``), as every
-closed-loop level is. QPS counts successful queries per second of wall time; the error
-ratio is failed / started; latencies are kept raw, per query.
+of the 43 queries until the time is up — a closed-loop load level (``load/levels.py``)
+on the lanes of ``core/lanes.py``. QPS counts successful queries per second of wall
+time; the error ratio is failed / started; latencies are kept raw, per query.
 """
 
 from __future__ import annotations

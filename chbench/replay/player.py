@@ -158,14 +158,14 @@ class ReplayFeed:
         pass
 
     def ok(self, lane: Lane, slot: Slot, sent: float, end: float, sample: Sample) -> None:
-        self._add(lanes_t0(lane), slot, sent, end, 0, None)
+        self._add(lane.lanes.t0, slot, sent, end, 0, None)
 
     def failed(self, lane: Lane, slot: Slot, sent: float, end: float, code: int, message: str, lost: bool) -> None:
-        self._add(lanes_t0(lane), slot, sent, end, code or -1, message)
+        self._add(lane.lanes.t0, slot, sent, end, code or -1, message)
 
     def refused(self, lane: Lane, slot: Slot, sent: float) -> None:
         code, refusal = self.refusals[slot.where]
-        self._add(lanes_t0(lane), slot, sent, None, code, refusal)
+        self._add(lane.lanes.t0, slot, sent, None, code, refusal)
 
     def _add(self, t0: float, slot: Slot, sent: float, end: float | None, code: int, message: str | None) -> None:
         planned = sent if slot.planned is None else slot.planned  # sequential: no schedule to be late for
@@ -175,10 +175,6 @@ class ReplayFeed:
         self.samples.add(slot.tag, planned - t0, (sent - planned) * 1000.0, latency, service, code, message)
 
 
-def lanes_t0(lane: Lane) -> float:
-    return lane.lanes.t0
-
-
 class Player:
     """One target's replay: its lanes and what they sent."""
 
@@ -186,9 +182,8 @@ class Player:
         self.opts = opts
         self.feed = ReplayFeed(opts, items, side)
         self.samples = self.feed.samples
-        self.lanes = Lanes(self.feed, Policy(timeout=opts.timeout, one_leader=True,
-                                                   grow_to=0 if opts.sequential else opts.max_lanes),
-                           f"replay-{side}")
+        policy = Policy(timeout=opts.timeout, one_leader=True, grow_to=0 if opts.sequential else opts.max_lanes)
+        self.lanes = Lanes(self.feed, policy, f"replay-{side}")
 
     @property
     def fatal(self) -> str | None:
