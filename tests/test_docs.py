@@ -177,7 +177,7 @@ def run_page(page: Path, server: ModernServer, work: Path) -> list[str]:
             try:
                 check_shape(step, output)
             except AssertionError as e:
-                problems.append(str(e))
+                problems.append(f"{e}\n--- its output:\n{output[-1500:]}")
     finally:
         for proc in background:  # the shell, and what it left running in its process group
             try:
