@@ -225,7 +225,7 @@ def test_messages_cross_boundaries_only_as_messages_types():
 
 
 def test_the_runner_reports_through_its_observers():
-    """``runner/`` tells what happens through ``runner/observer.py``'s protocol; the display
+    """``runner/`` tells what happens through ``observer.py``'s protocol; the display
     (``ui/``) and upgrade's checks subscribe to it, the runner imports neither."""
     bad = [f"{path} imports {m}" for path, tree in _modules() if path.startswith("runner/")
            for m in _imported(tree) if m.startswith(("chbench.ui", "chbench.upgrade"))]
@@ -287,4 +287,12 @@ def test_the_documented_layout_is_the_code():
                 found = any(p.exists() for p in places) or bool(list((PACKAGE / name).rglob(mod)))
                 if not found:
                     bad.append(f"row {name}: {mod} is not in it")
+    assert bad == []
+
+
+def test_one_observer_protocol():
+    """Whoever watches a run's rounds or a load level subscribes to ``observer.py``'s
+    ``Observer``: no other module defines an observer protocol of its own."""
+    bad = [f"{path}: {node.name}" for path, tree in _modules() if path != "observer.py" for node in tree.body
+           if isinstance(node, ast.ClassDef) and node.name.rstrip("s").endswith("Observer")]
     assert bad == []

@@ -26,8 +26,9 @@ from typing import Any
 
 from chbench.errors import UsageError
 from chbench.load.config import LoadConfig
-from chbench.load.levels import Host, LevelObserver, LevelResult, SourceFactory, local_source, run_level
+from chbench.load.levels import Host, LevelResult, SourceFactory, local_source, run_level
 from chbench.load.recorder import Key, Stats
+from chbench.observer import Observer
 from chbench.stats.quantile import CONFIDENCE, percentile_interval, rate_interval
 
 MAX_EXTENSIONS = 2  # an undecided step goes on at most this many times its planned length
@@ -195,7 +196,7 @@ class CapacitySearch:
     Nothing starts that could not hold before ``--max-time``."""
 
     def __init__(self, cfg: LoadConfig, hosts: list[Host], slos: list[SLO], rate_min: float, rate_max: float,
-                 step_s: float, observers: list[LevelObserver], on_step: Any,
+                 step_s: float, observers: list[Observer], on_step: Any,
                  sources: SourceFactory = local_source, max_time: float = MAX_TIME_S,
                  on_progress: Any = None, probe_s: float = PROBE_S, say: Any = None) -> None:
         self.cfg, self.hosts, self.slos = cfg, hosts, slos
@@ -345,7 +346,7 @@ class CapacitySearch:
         return held, failed
 
 
-class _Looks(LevelObserver):
+class _Looks(Observer):
     """When and how a running step is judged: an observer of its level that finds it decided."""
 
     def __init__(self, search: CapacitySearch, rate: float, hold_s: float) -> None:

@@ -11,8 +11,9 @@ from chbench.errors import QueryError, ServerLost, SetupFailed
 from chbench.load.benchmark_text import level_lines, sweep_lines
 from chbench.load.config import LoadConfig
 from chbench.load.document import level_entry, new_document, outcome_of, sweep_rows, views
-from chbench.load.levels import Host, LevelObserver, LevelResult, SourceFactory, local_source, run_level
+from chbench.load.levels import Host, LevelResult, SourceFactory, local_source, run_level
 from chbench.load.summary import benchmark_json, knee
+from chbench.observer import Observer
 from chbench.outcome import Outcome
 from chbench.results import LoadDocument, LoadLevel, ResultsWriter, write_atomic
 from chbench.targets import make_target
@@ -53,7 +54,7 @@ def per_host_lines(per_host: list[dict[str, Any]]) -> list[str]:
 
 
 def run_load(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str | None, quiet: bool,
-             err: TextIO, metrics: LevelObserver | None = None, sources: SourceFactory = local_source) -> LevelResult:
+             err: TextIO, metrics: Observer | None = None, sources: SourceFactory = local_source) -> LevelResult:
     """Set-up, every level, tear-down; returns the last level (its fatal/interrupted/failure
     say why it ended)."""
     statements(cfg, hosts, cfg.setup, strict=True)
@@ -65,7 +66,7 @@ def run_load(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str
 
 
 def _levels(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str | None, quiet: bool,
-            err: TextIO, metrics: LevelObserver | None, sources: SourceFactory) -> LevelResult:
+            err: TextIO, metrics: Observer | None, sources: SourceFactory) -> LevelResult:
     doc = new_document(cfg, hosts)
     with ResultsWriter(out, doc) as writer:  # an unexpected error still finishes the file ("failed")
         last = _each_level(cfg, hosts, doc, writer, quiet, err, metrics, sources)
@@ -75,12 +76,12 @@ def _levels(cfg: LoadConfig, hosts: list[Host], out: str | None, json_path: str 
 
 
 def _each_level(cfg: LoadConfig, hosts: list[Host], doc: LoadDocument, writer: ResultsWriter, quiet: bool,
-                err: TextIO, metrics: LevelObserver | None, sources: SourceFactory) -> LevelResult:
+                err: TextIO, metrics: Observer | None, sources: SourceFactory) -> LevelResult:
     display = make_display(cfg, hosts, quiet=quiet)
     results: list[LevelResult] = []
     outcome = Outcome.COMPLETE
 
-    class Keeper(LevelObserver):
+    class Keeper(Observer):
         """The running level in the results file, every few seconds."""
 
         def checkpoint(self, partial: LevelResult) -> None:
@@ -118,7 +119,7 @@ def _each_level(cfg: LoadConfig, hosts: list[Host], doc: LoadDocument, writer: R
 
 
 def run_capacity(cfg: LoadConfig, hosts: list[Host], search_args: dict[str, Any], out: str | None, quiet: bool,
-                 err: TextIO, metrics: LevelObserver | None = None,
+                 err: TextIO, metrics: Observer | None = None,
                  sources: SourceFactory = local_source) -> tuple[dict[str, Any], LevelResult | None]:
     """``--slo``: set-up, the capacity search (its budget said first; every step kept as a
     level of the results file, the running step's progress checkpointed), tear-down.

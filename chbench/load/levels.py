@@ -29,6 +29,7 @@ from chbench.load.lanes import (
     start_load,
 )
 from chbench.load.recorder import Key, Stats, merge_all, merge_into
+from chbench.observer import Observer, Observers
 from chbench.targets import ServerInfo, make_target
 
 
@@ -271,73 +272,6 @@ class ProcessSource:
 
 
 # -- the level loop ------------------------------------------------------------------------------
-class LevelObserver:
-    """What a level tells whoever watches it, one protocol for all: the live display
-    (``ui/load.py``), the Prometheus endpoint (``load/metrics.py``), the results file's
-    checkpoints (``load/driver.py``) and a capacity step's looks (``load/capacity.py``)
-    subscribe alike. Every method defaults to nothing."""
-
-    def level_started(self, level: int) -> None:
-        """The level's lanes are about to start."""
-
-    def add(self, worker: int, part: dict[Key, Stats]) -> None:
-        """A part of what one worker measured (exact: merged by the receiver)."""
-
-    def status(self, status: dict[str, Any], final: bool = False) -> None:
-        """The lanes' live counts (started, late, in flight …), every tick and at the end."""
-
-    def decided(self, totals: dict[Key, Stats], live: dict[str, Any], elapsed: float) -> bool:
-        """True ends the level now: its answer is certain (a capacity step's looks)."""
-        return False
-
-    def interval(self, level: int, row: dict[str, Any], hosts_stats: dict[int, Stats], seconds: float,
-                 cumulative: dict[int, Stats], elapsed: float) -> None:
-        """Every ``-d`` seconds: the last interval, per host, and the totals so far."""
-
-    def checkpoint(self, partial: LevelResult) -> None:
-        """Every few seconds: the level so far, to keep in the results file."""
-
-    def level_finished(self) -> None:
-        """The level ended, however it ended."""
-
-
-class _Observers(LevelObserver):
-    """Every event to each subscriber in turn."""
-
-    def __init__(self, subscribers: list[LevelObserver]) -> None:
-        self.subscribers = subscribers
-        # a checkpoint copies the totals: only made when someone keeps it
-        self.checkpoints = any(type(o).checkpoint is not LevelObserver.checkpoint for o in subscribers)
-
-    def level_started(self, level: int) -> None:
-        for o in self.subscribers:
-            o.level_started(level)
-
-    def add(self, worker: int, part: dict[Key, Stats]) -> None:
-        for o in self.subscribers:
-            o.add(worker, part)
-
-    def status(self, status: dict[str, Any], final: bool = False) -> None:
-        for o in self.subscribers:
-            o.status(status, final)
-
-    def decided(self, totals: dict[Key, Stats], live: dict[str, Any], elapsed: float) -> bool:
-        return any([o.decided(totals, live, elapsed) for o in self.subscribers])  # a list: every one looks
-
-    def interval(self, level: int, row: dict[str, Any], hosts_stats: dict[int, Stats], seconds: float,
-                 cumulative: dict[int, Stats], elapsed: float) -> None:
-        for o in self.subscribers:
-            o.interval(level, row, hosts_stats, seconds, cumulative, elapsed)
-
-    def checkpoint(self, partial: LevelResult) -> None:
-        for o in self.subscribers:
-            o.checkpoint(partial)
-
-    def level_finished(self) -> None:
-        for o in self.subscribers:
-            o.level_finished()
-
-
 class _Interrupt:
     """First Ctrl-C: stop launching queries and report; a second one: leave at once."""
 
@@ -396,7 +330,7 @@ def _per_worker(source: Source, by_worker: dict[int, Stats]) -> list[dict[str, A
 class _Tally:
     """A level's totals, per (host, query) and per worker, as parts arrive."""
 
-    def __init__(self, observer: LevelObserver) -> None:
+    def __init__(self, observer: Observer) -> None:
         self.totals: dict[Key, Stats] = {}
         self.by_worker: dict[int, Stats] = {}
         self.observer = observer
@@ -409,7 +343,7 @@ class _Tally:
         self.observer.add(worker, part)
 
 
-def run_level(cfg: LoadConfig, hosts: list[Host], level: int, observers: list[LevelObserver],
+def run_level(cfg: LoadConfig, hosts: list[Host], level: int, observers: list[Observer],
               sources: SourceFactory = local_source) -> LevelResult:
     """One level, to its end: the time limit, the iterations, an error, a lost server,
     Ctrl-C, or an observer that finds it decided (a capacity step)."""
@@ -417,7 +351,7 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, observers: list[Le
     source = sources(cfg, settings, level)
     source.setup()
     workers = len(source.names())
-    obs = _Observers(observers)
+    obs = Observers(observers)
     tally = _Tally(obs)
     totals, by_worker, add = tally.totals, tally.by_worker, tally.add
     interval: dict[Key, Stats] = {}

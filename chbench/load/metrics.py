@@ -28,8 +28,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import ThreadingWSGIServer
 
 from chbench.errors import UsageError
-from chbench.load.levels import LevelObserver
 from chbench.load.recorder import Key, Stats
+from chbench.observer import Observer
 from chbench.stats.histogram import bucket_bounds
 
 # bucket edges in seconds: 100 µs to a minute, about three per decade
@@ -56,7 +56,7 @@ def parse_bind(text: str) -> tuple[str, int]:
     return (host.strip("[]") or "127.0.0.1"), number
 
 
-class LoadMetrics(LevelObserver):
+class LoadMetrics(Observer):
     """The collector: cumulative totals over the whole run (every level), fed by the
     parent's level loop, read by scrapes."""
 

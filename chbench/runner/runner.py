@@ -26,6 +26,7 @@ from typing import Any
 from chbench.errors import ConnectError, QueryError, ServerLost
 from chbench.explain.collect import collect
 from chbench.machine.recorder import MachineRecorder
+from chbench.observer import Observer, Observers
 from chbench.outcome import Outcome
 from chbench.plan import Plan, SidePlan, compared_pairs, round_order
 from chbench.results import Calibration, Meta, ResultsWriter, RunDocument, RunQuery, RunSample, RunTarget
@@ -33,7 +34,6 @@ from chbench.results.environment import now_iso
 from chbench.results.run import QuerySide
 from chbench.runner.execute import execute
 from chbench.runner.groups import GroupRun, skip_if_missing
-from chbench.runner.observer import Observers, RunObserver
 from chbench.runner.quiet import QuietGuard
 from chbench.runner.settings import group_settings, query_settings, settings_to_send, statement_settings
 from chbench.stats.paired import hl_halfwidth, pair_up
@@ -95,9 +95,9 @@ class RunOutcome:
 
 
 class Runner:
-    def __init__(self, plan: Plan, out: str | None, observers: list[RunObserver]) -> None:
+    def __init__(self, plan: Plan, out: str | None, observers: list[Observer]) -> None:
         self.plan = plan
-        self.observer = Observers(observers)  # the display, upgrade's checks, … (runner/observer.py)
+        self.observer = Observers(observers)  # the display, upgrade's checks, … (observer.py)
         self.doc = RunDocument(meta=Meta(extra={"mode": "side-by-side" if plan.side_by_side else "single",
                                                 "options": plan.options()}))
         self.writer = ResultsWriter(out, self.doc)
@@ -245,11 +245,11 @@ class Runner:
                 if self.plan.probes:
                     self.machine = MachineRecorder([(s.id, s.target) for s in self.plan.sides], self.doc.machine)
                     self.quiet = QuietGuard(self.plan, self.doc.machine, self.machine.timeline)
-            self.observer.start(states, self.plan)
+            self.observer.rounds_started(states, self.plan)
             try:
                 self._phases(states)
             finally:
-                self.observer.stop()
+                self.observer.rounds_stopped()
 
         return self._guard(body)
 
@@ -568,7 +568,7 @@ def _some(names: list[str]) -> str:
     return ", ".join(names[:5]) + (" …" if len(names) > 5 else "")
 
 
-def run_plan(plan: Plan, out: str | None, *observers: RunObserver) -> RunOutcome:
+def run_plan(plan: Plan, out: str | None, *observers: Observer) -> RunOutcome:
     """The plan measured into ``out``; each observer (the display first) sees it happen."""
     return Runner(plan, out, list(observers)).run()
 

@@ -10,12 +10,13 @@ from typing import Any, TextIO
 from chbench.export.numbers import num
 from chbench.load.benchmark_text import text_report
 from chbench.load.config import LoadConfig
-from chbench.load.levels import Host, LevelObserver
+from chbench.load.levels import Host
 from chbench.load.recorder import Stats
 from chbench.load.summary import host_views
+from chbench.observer import Observer
 
 
-class TextDisplay(LevelObserver):
+class TextDisplay(Observer):
     def __init__(self, cfg: LoadConfig, hosts: list[Host], stream: TextIO | None = None) -> None:
         self.cfg, self.hosts = cfg, hosts
         self.stream = stream or sys.stderr
@@ -36,7 +37,7 @@ class TextDisplay(LevelObserver):
         self.stream.flush()
 
 
-class LiveDisplay(LevelObserver):
+class LiveDisplay(Observer):
     def __init__(self, cfg: LoadConfig, hosts: list[Host]) -> None:
         from rich.console import Console
         from rich.live import Live
@@ -70,10 +71,10 @@ class LiveDisplay(LevelObserver):
         self.live.stop()
 
 
-def make_display(cfg: LoadConfig, hosts: list[Host], quiet: bool = False) -> LevelObserver:
+def make_display(cfg: LoadConfig, hosts: list[Host], quiet: bool = False) -> Observer:
     """What shows a level while it runs; quiet, an observer that shows nothing."""
     if quiet:
-        return LevelObserver()
+        return Observer()
     if sys.stderr.isatty():
         return LiveDisplay(cfg, hosts)
     return TextDisplay(cfg, hosts)

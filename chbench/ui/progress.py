@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from chbench.runner.observer import RunObserver
+from chbench.observer import Observer
 from chbench.stats.summary import relative_ci_halfwidth
 
 if TYPE_CHECKING:
@@ -22,10 +22,10 @@ if TYPE_CHECKING:
     from chbench.targets import Sample
 
 
-class Progress(RunObserver):
+class Progress(Observer):
     """The display's base (``--quiet``): silent but for problems."""
 
-    def start(self, states: list[QueryState], plan: Plan) -> None:
+    def rounds_started(self, states: list[QueryState], plan: Plan) -> None:
         self.states = states
 
     def problem(self, line: str) -> None:
@@ -70,8 +70,8 @@ class LiveProgress(Progress):
         self.live: Live | None = None
         self.current = ""
 
-    def start(self, states: list[QueryState], plan: Plan) -> None:
-        super().start(states, plan)
+    def rounds_started(self, states: list[QueryState], plan: Plan) -> None:
+        super().rounds_started(states, plan)
         # no refresh thread: it would compete for the GIL with the timed client code;
         # the table is redrawn between executions instead, at most 4 times a second
         self.live = Live(self._table(), console=self.console, auto_refresh=False, transient=False)
@@ -114,7 +114,7 @@ class LiveProgress(Progress):
     def query_done(self, st: QueryState) -> None:
         self._draw(force=True)
 
-    def stop(self) -> None:
+    def rounds_stopped(self) -> None:
         if self.live is not None:
             self._draw(force=True)
             self.live.stop()

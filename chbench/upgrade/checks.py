@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from chbench.clickbench.checksum import analyse, checksum
 from chbench.errors import QueryError, UsageError
+from chbench.observer import Observer
 from chbench.runner.execute import fetch
-from chbench.runner.observer import RunObserver
 from chbench.runner.settings import query_settings
 from chbench.workload.model import returns_rows
 from chbench.workload.sql import strip_comments_and_strings
@@ -41,7 +41,7 @@ _FORMAT = re.compile(r"\bFORMAT\s+\w+\s*$", re.I)
 _STEP = re.compile(r"^[A-Z][A-Za-z0-9]*(?: \(.*\))?$")
 
 
-class Checks(RunObserver):
+class Checks(Observer):
     """The untimed checks as a run's observer: after each set of rounds, before tear-down."""
 
     def __init__(self, data_sql: str | None = None) -> None:
