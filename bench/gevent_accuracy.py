@@ -4,8 +4,9 @@ decides where the measuring engine runs under ``--master``/``--worker``.
 
     python bench/gevent_accuracy.py          # ~2 min, the 26.9 server started here
 
-The same engine code (``core.lanes.Lanes`` with load's feed, lanes as threads, the native target) runs in
-two child processes one after the other: plain, and after ``import locust``. Each does
+The same engine code (``load.lanes.LoadLanes``: the core's lanes with load's feed, as
+threads, the native target) runs in two child processes one after the other: plain, and
+after ``import locust``. Each does
   - timer: 2,000 sleeps of 1 ms, the overshoot of each;
   - open loop: SELECT 1 at 600 QPS for 10 s, -c 8: late starts (> 5 ms) and p99 latency
     from the planned time;
@@ -28,9 +29,8 @@ def child(mode: str, url: str) -> dict:
     if mode == "gevent":
         import locust  # noqa: F401 - the monkey-patching is the point
 
-    from chbench.core.lanes import Lanes
     from chbench.load.config import LoadConfig
-    from chbench.load.lanes import level_status, load_lanes, recorder_of, setup_load, start_load
+    from chbench.load.lanes import LoadLanes
     from chbench.targets import Credentials
     from chbench.workload import Query
 
@@ -43,24 +43,24 @@ def child(mode: str, url: str) -> dict:
     out: dict = {"mode": mode, "sleep_overshoot_ms": {"p50": round(over[1000], 3), "p99": round(over[1980], 3),
                                                       "max": round(over[-1], 3)}}
 
-    def level(**kw: object) -> tuple[Lanes, float]:
+    def level(**kw: object) -> tuple[LoadLanes, float]:
         cfg = LoadConfig(targets=[url], credentials=Credentials(), queries=[Query(name="q", sql="SELECT 1")],
                          settings={}, **kw)  # type: ignore[arg-type]
-        core = load_lanes(cfg, [{}], 0)
-        setup_load(core)
+        core = LoadLanes(cfg, [{}], 0)
+        core.connect()
         t0 = time.monotonic()
-        start_load(core, t0)
+        core.begin(t0)
         core.finished.wait(kw["timelimit"] + 5)  # type: ignore[operator]
         core.close()
         return core, time.monotonic() - t0
 
     core, secs = level(concurrency=8, rate=600.0, timelimit=10.0)
-    st = recorder_of(core).swap()[(0, 0)]
-    out["open_loop_600"] = {"completed": st.queries, "late": level_status(core)["late"],
+    st = core.recorder.swap()[(0, 0)]
+    out["open_loop_600"] = {"completed": st.queries, "late": core.counts()["late"],
                             "p50_ms": round(st.hist.percentile(50), 3), "p99_ms": round(st.hist.percentile(99), 3),
                             "max_ms": round(st.hist.max, 3)}
     core, secs = level(concurrency=4, timelimit=10.0)
-    st = recorder_of(core).swap()[(0, 0)]
+    st = core.recorder.swap()[(0, 0)]
     out["closed_loop_c4_qps"] = round(st.queries / secs, 1)
     return out
 

@@ -163,70 +163,58 @@ def _rotate(target: Target) -> None:
         target.execute("SELECT 1", {}, "", 30.0)
 
 
-def load_lanes(cfg: LoadConfig, settings: list[dict[str, str]], worker: int = 0) -> Lanes:
-    """A level's lanes in this process (not connected yet: ``setup_load``)."""
-    policy = Policy(timeout=cfg.timeout, continue_on_errors=cfg.continue_on_errors,
-                    max_consecutive_errors=cfg.max_consecutive_errors)
-    return Lanes(LoadFeed(cfg, settings, worker), policy, "lane")
+class LoadLanes(Lanes):
+    """A level's lanes in one process, fed by a :class:`LoadFeed`."""
 
+    def __init__(self, cfg: LoadConfig, settings: list[dict[str, str]], worker: int = 0) -> None:
+        self.load = LoadFeed(cfg, settings, worker)
+        self.recorder = self.load.recorder
+        super().__init__(self.load, Policy(timeout=cfg.timeout, continue_on_errors=cfg.continue_on_errors,
+                                           max_consecutive_errors=cfg.max_consecutive_errors), "lane")
 
-def recorder_of(lanes: Lanes) -> Recorder:
-    feed = lanes.feed
-    assert isinstance(feed, LoadFeed)
-    return feed.recorder
+    def connect(self) -> None:
+        """Open the level's lanes (one per ``-c``); on failure close what opened."""
+        try:
+            self.setup(self.load.cfg.concurrency)
+        except BaseException:
+            self.close()
+            raise
 
+    def begin(self, t0: float) -> None:
+        self.start(t0, self.load.cfg.timelimit)
 
-def level_status(lanes: Lanes, final: bool = False) -> dict[str, Any]:
-    """A load level's counters (the parent sums those of every process)."""
-    feed = lanes.feed
-    assert isinstance(feed, LoadFeed)
-    st: dict[str, Any] = {"started": lanes.started, "late": lanes.late(), "fatal": lanes.fatal,
-                          "failure": lanes.failure, "elapsed": lanes.elapsed()}
-    if feed.cfg.open_loop and lanes.t0:
-        # a Poisson count draws the rest of the schedule: only once the run is over
-        now = lanes.ended_at or time.monotonic()
-        st["due"] = feed.due(lanes, now) if final or not feed.cfg.poisson else lanes.claimed
-    return st
-
-
-def setup_load(lanes: Lanes) -> None:
-    """Connect the level's lanes (one per ``-c``); on failure close what opened."""
-    feed = lanes.feed
-    assert isinstance(feed, LoadFeed)
-    try:
-        lanes.setup(feed.cfg.concurrency)
-    except BaseException:
-        lanes.close()
-        raise
-
-
-def start_load(lanes: Lanes, t0: float) -> None:
-    feed = lanes.feed
-    assert isinstance(feed, LoadFeed)
-    lanes.start(t0, feed.cfg.timelimit)
+    def counts(self, final: bool = False) -> dict[str, Any]:
+        """The level's counters (the parent sums those of every process)."""
+        cfg = self.load.cfg
+        st: dict[str, Any] = {"started": self.started, "late": self.late(), "fatal": self.fatal,
+                              "failure": self.failure, "elapsed": self.elapsed()}
+        if cfg.open_loop and self.t0:
+            # a Poisson count draws the rest of the schedule: only once the run is over
+            now = self.ended_at or time.monotonic()
+            st["due"] = self.load.due(self, now) if final or not cfg.poisson else self.claimed
+        return st
 
 
 def process_main(cfg: LoadConfig, settings: list[dict[str, str]], worker: int, queue: Any, go: Any,
                  start_at: Any, stop: Any) -> None:
     """Entry point of a worker process (multiprocessing, spawn)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and tells us
-    lanes = load_lanes(cfg, settings, worker)
+    lanes = LoadLanes(cfg, settings, worker)
     try:
-        setup_load(lanes)
+        lanes.connect()
     except ChbenchError as e:
         queue.put(messages.Failed(worker=worker, message=str(e)))
         return
     queue.put(messages.Ready(worker=worker))
-    recorder = recorder_of(lanes)
     while not go.wait(0.1):
         if stop.is_set():
             lanes.close()
             return
-    start_load(lanes, time.monotonic() + (start_at.value - time.time()))
+    lanes.begin(time.monotonic() + (start_at.value - time.time()))
     while lanes.alive() and not lanes.stop.is_set():
         if stop.wait(TICK_S):
             lanes.halt()
-        queue.put(messages.Measured(worker=worker, stats=recorder.swap(), status=level_status(lanes)))
+        queue.put(messages.Measured(worker=worker, stats=lanes.recorder.swap(), status=lanes.counts()))
     lanes.join(STOP_GRACE_S)
-    queue.put(messages.Done(worker=worker, stats=recorder.swap(), status=level_status(lanes, final=True)))
+    queue.put(messages.Done(worker=worker, stats=lanes.recorder.swap(), status=lanes.counts(final=True)))
     lanes.close()

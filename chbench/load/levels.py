@@ -19,15 +19,7 @@ from chbench import messages
 from chbench.core.lanes import STOP_GRACE_S
 from chbench.errors import ConnectError, UsageError
 from chbench.load.config import LoadConfig
-from chbench.load.lanes import (
-    TICK_S,
-    level_status,
-    load_lanes,
-    process_main,
-    recorder_of,
-    setup_load,
-    start_load,
-)
+from chbench.load.lanes import TICK_S, LoadLanes, process_main
 from chbench.load.recorder import Key, Stats, merge_all, merge_into
 from chbench.observer import Observer, Observers
 from chbench.targets import ServerInfo, make_target
@@ -123,15 +115,15 @@ class LocalSource:
     """Lanes as threads of this process."""
 
     def __init__(self, cfg: LoadConfig, settings: list[dict[str, str]]) -> None:
-        self.lanes = load_lanes(cfg, settings, 0)
-        self.recorder = recorder_of(self.lanes)
+        self.lanes = LoadLanes(cfg, settings, 0)
+        self.recorder = self.lanes.recorder
         self._stopped_at: float | None = None
 
     def setup(self) -> None:
-        setup_load(self.lanes)
+        self.lanes.connect()
 
     def start(self) -> None:
-        start_load(self.lanes, time.monotonic())
+        self.lanes.begin(time.monotonic())
 
     def pump(self, timeout: float) -> tuple[list[tuple[int, dict[Key, Stats]]], bool]:
         lanes = self.lanes
@@ -148,11 +140,11 @@ class LocalSource:
         self.lanes.halt()
 
     def status(self) -> dict[str, Any]:
-        return level_status(self.lanes, final=True)
+        return self.lanes.counts(final=True)
 
     def live(self) -> dict[str, Any]:
         """The counters while the level runs (never draws the rest of a Poisson schedule)."""
-        return level_status(self.lanes)
+        return self.lanes.counts()
 
     def close(self) -> None:
         self.lanes.join(0.0)
