@@ -270,7 +270,9 @@ class Lanes:
     def in_flight(self) -> int:
         return sum(lane.sent - lane.answered for lane in list(self.lanes))
 
+    @property
     def late(self) -> int:
+        """Timed requests that started more than ``LATE_MS`` after their planned time."""
         return sum(lane.late for lane in list(self.lanes))
 
     def elapsed(self) -> float:

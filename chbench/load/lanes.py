@@ -186,7 +186,7 @@ class LoadLanes(Lanes):
     def counts(self, final: bool = False) -> dict[str, Any]:
         """The level's counters (the parent sums those of every process)."""
         cfg = self.load.cfg
-        st: dict[str, Any] = {"started": self.started, "late": self.late(), "fatal": self.fatal,
+        st: dict[str, Any] = {"started": self.started, "late": self.late, "fatal": self.fatal,
                               "failure": self.failure, "elapsed": self.elapsed()}
         if cfg.open_loop and self.t0:
             # a Poisson count draws the rest of the schedule: only once the run is over

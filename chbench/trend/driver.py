@@ -58,7 +58,6 @@ def describe_cost(c: dict[str, Any]) -> str:
 
 
 def measure(tp: TrendPlan, targets: list[Target], out: str, quiet: bool, data_sql: str | None) -> RunOutcome:
-
     from chbench.plan import Plan, SidePlan, side_ids
     from chbench.runner import run_plan
     from chbench.ui.progress import make_progress
