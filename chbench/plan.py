@@ -35,18 +35,6 @@ def side_ids(n: int) -> str:
     return SIDE_IDS[:n]
 
 
-def round_order(ids: list[str], round_no: int) -> list[str]:
-    """The order the sides run in a round. Two: A B, then B A, alternating. More: the
-    order rotates every two rounds and every second round is reversed (A B C, C B A,
-    B C A, A C B, C A B, B A C): each side is first equally often, and every pair of
-    sides runs in both orders within each two rounds, so slow drift favours neither."""
-    if len(ids) <= 2:
-        return list(ids) if round_no % 2 == 0 else list(reversed(ids))
-    k = (round_no // 2) % len(ids)
-    rotated = list(ids[k:]) + list(ids[:k])
-    return rotated if round_no % 2 == 0 else list(reversed(rotated))
-
-
 def compared_pairs(ids: list[str], baseline: int = 0) -> list[tuple[str, str]]:
     """What compare judges in a run of N sides: the baseline against each other side,
     then each adjacent pair not already in (two sides: just A → B)."""

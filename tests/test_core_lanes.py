@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from chbench.core.lanes import LATE_MS, Lane, Lanes, Policy, Slot
+from chbench.core.schedule import CapturedOffsets, ClosedLoop, Schedule
 from chbench.errors import QueryError, ServerLost
 from chbench.targets import Sample, Target
 from chbench.targets.fake import Call, FakeTarget
@@ -21,8 +22,8 @@ class ScriptFeed:
 
     def __init__(self, n: int, handler: Any, timed: bool = False, offsets: list[float] | None = None,
                  where: list[Any] | None = None, refuse: frozenset[Any] = frozenset()) -> None:
-        self.n, self.handler, self.timed = n, handler, timed
-        self.offsets = offsets or [0.0] * n
+        self.n, self.handler = n, handler
+        self.schedule: Schedule = CapturedOffsets(offsets or [0.0] * n) if timed else ClosedLoop()
         self.where = where or [None] * n
         self.refuse = refuse
         self.lock = threading.Lock()
@@ -33,8 +34,7 @@ class ScriptFeed:
         if k >= self.n:
             return None
         self.claims.append(k)
-        planned = lanes.t0 + self.offsets[k] if self.timed else None
-        return Slot(k, planned, self.where[k], f"SELECT {k}", {}, f"q{k}", k)
+        return Slot(k, self.where[k], f"SELECT {k}", {}, f"q{k}", k)
 
     def prepare(self, lane: Lane) -> None:
         lane.targets[None] = FakeTarget(self.handler)
@@ -105,7 +105,7 @@ def most_waiting(policy: Policy) -> int:
     lanes.start(time.monotonic() + 0.05)
     most = 0
     while not lanes.finished.wait(0.005):
-        most = max(most, lanes.waiting_before(float("inf")))
+        most = max(most, lanes.claimed - lanes.started)  # claimed, not started: waiting on the clock
     lanes.close()
     assert len(feed.outcomes) == 6 and feed.claims == list(range(6))
     return most

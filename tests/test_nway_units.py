@@ -9,8 +9,9 @@ import random
 from collections import Counter
 
 from chbench.compare.nway import build_nway, side_index
+from chbench.core.schedule import round_order
 from chbench.errors import EXIT_OK
-from chbench.plan import Plan, SidePlan, compared_pairs, round_order
+from chbench.plan import Plan, SidePlan, compared_pairs
 from chbench.runner import run_plan
 from chbench.targets.fake import FakeTarget
 from chbench.ui.progress import Progress

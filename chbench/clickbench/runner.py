@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chbench.clickbench.checksum import analyse, checksum, mode
+from chbench.core.send import fetch
 from chbench.errors import QueryError, UsageError
-from chbench.runner.execute import fetch
 from chbench.targets import Target
 from chbench.workload import Query
 

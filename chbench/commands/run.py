@@ -149,7 +149,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
     workload_a = load_workload(files_a, args.query, args.queries_format, args.scale, args.tests, tests)
     scale_a = None if files_a or args.query or args.tests else args.scale
     sides = [SidePlan("A", targets[0], workload_a, settings, scale_a)]
-    if len(targets) > 2:  # N-way: every target runs the same workload (plan.round_order)
+    if len(targets) > 2:  # N-way: every target runs the same workload (core.schedule.round_order)
         sides += [SidePlan(sid, t, workload_a, settings, scale_a) for sid, t in zip(side_ids(len(targets))[1:],
                                                                                     targets[1:], strict=True)]
     elif len(targets) == 2 or args.setting_b or args.scale_b or args.queries_b:

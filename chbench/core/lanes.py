@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from chbench.core.schedule import Schedule
 from chbench.errors import ChbenchError, QueryError, ServerLost
 from chbench.targets import Sample, Target
 
@@ -41,26 +42,28 @@ STOP_GRACE_S = 1.0  # after a stop, how long queries still running may take to a
 
 @dataclass(slots=True)
 class Slot:
-    """One claimed request: its number, planned time (None: untimed), the connection it
-    goes to (the feed's key: a host index, a database), what it runs and the feed's tag
-    for the outcome (a (host, query) key, a captured query)."""
+    """One claimed request: its number, the connection it goes to (the feed's key: a
+    host index, a database), what it runs, the feed's tag for the outcome (a (host,
+    query) key, a captured query) and its planned time (None: untimed), which the lanes
+    set from the feed's schedule."""
 
     k: int
-    planned: float | None
     where: Any
     sql: str
     settings: dict[str, str]
     query_id: str
     tag: Any
+    planned: float | None = None
 
 
 class Feed(Protocol):
     """What a set of lanes sends and where the outcomes go."""
 
-    timed: bool  # slots carry planned times (open loop, captured offsets)
+    schedule: Schedule  # when each request is planned (core/schedule.py)
 
     def claim(self, lanes: Lanes, lane: Lane, k: int) -> Slot | None:
-        """The ``k``-th request (called in order, under the lanes' lock); None: no more."""
+        """What the ``k``-th request sends, where (called in order, under the lanes'
+        lock); None: no more."""
 
     def prepare(self, lane: Lane) -> None:
         """Open the lane's first connections (before the clock, or on a grown lane's thread)."""
@@ -151,8 +154,8 @@ class Lanes:
         """The next request for ``lane`` (None: nothing left). With ``one_leader`` a timed
         feed's lane first waits to be the leader: the leader alone claims and waits on
         the clock."""
-        feed = self.feed
-        one_leader = self.policy.one_leader and feed.timed
+        feed, schedule = self.feed, self.feed.schedule
+        one_leader = self.policy.one_leader and schedule.timed
         with self.lock:
             if one_leader:
                 while self._leader is not None and not self.stop.is_set() and not self.exhausted:
@@ -162,12 +165,13 @@ class Lanes:
             if self.stop.is_set() or self.exhausted or time.monotonic() >= self.deadline:
                 return None
             slot = feed.claim(self, lane, self.claimed)
+            if slot is not None and schedule.timed:
+                slot.planned = self.t0 + schedule.at(self.claimed)
             if slot is None or (slot.planned is not None and slot.planned >= self.deadline):
                 self.exhausted = True  # the schedule is over: idle lanes return
                 self.cond.notify_all()
                 return None
             self.claimed += 1
-            lane.waiting = slot.planned
             if one_leader:
                 self._leader = lane
             return slot
@@ -177,7 +181,6 @@ class Lanes:
         leads next. Otherwise nothing is shared: the counts are the lane's own (a lock
         here cost closed-loop QPS, see docs/measured.md)."""
         lane.sent += 1
-        lane.waiting = None
         if self._leader is not lane:  # only this lane makes itself the leader: no lock to read it
             return
         grow = False
@@ -200,7 +203,6 @@ class Lanes:
     def resign(self, lane: Lane) -> None:
         """``lane`` leaves without sending what it claimed (stopped, or it failed)."""
         with self.cond:
-            lane.waiting = None
             if self._leader is lane:
                 self._leader = None
                 self.cond.notify()
@@ -257,9 +259,13 @@ class Lanes:
         if self.ended_at is None:
             self.ended_at = time.monotonic()
 
-    def waiting_before(self, limit: float) -> int:
-        """Claimed requests planned before ``limit`` that have not started yet."""
-        return sum(1 for lane in self.lanes if lane.waiting is not None and lane.waiting < limit)
+    def due(self) -> int | None:
+        """Timed feeds: the requests planned so far (up to the end, once the lanes ended
+        or stopped); None for an untimed feed."""
+        schedule = self.feed.schedule
+        if not schedule.timed or not self.t0:
+            return None
+        return schedule.due(min(self.ended_at or time.monotonic(), self.deadline) - self.t0)
 
     @property
     def started(self) -> int:
@@ -292,7 +298,6 @@ class Lane(threading.Thread):
         self.late = 0
         self.sent = 0  # requests this lane started (written by this lane only)
         self.answered = 0  # and those that came back, however
-        self.waiting: float | None = None  # timed: planned time of a claimed request not started yet
         self.state: Any = None  # the feed's own per-lane state
 
     def close(self) -> None:

@@ -63,7 +63,7 @@ def main() -> int:
             while not inbox.empty():
                 if not isinstance(inbox.get(), messages.Go):  # Stop, or the end of input
                     source.stop()
-            _emit(messages.Measured(job=job.job, stats=encode_stats(parts), status=source.live()))
+            _emit(messages.Measured(job=job.job, stats=encode_stats(parts), status=source.status()))
             if done:
                 break
         status = source.status()

@@ -287,9 +287,6 @@ class MasterSource:
     def status(self) -> dict[str, Any]:
         return sum_statuses(self.statuses.values(), self.fatal)
 
-    def live(self) -> dict[str, Any]:
-        return self.status()
-
     def close(self) -> None:
         self.stop()  # workers still running (Ctrl-C's second press) stop and close themselves
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from chbench.core.schedule import ClosedLoop, FixedRate, Poisson, Schedule
 from chbench.targets import Credentials
 from chbench.workload import Query
 
@@ -45,6 +46,13 @@ class LoadConfig:
     @property
     def open_loop(self) -> bool:
         return self.rate > 0
+
+    def schedule(self) -> Schedule:
+        """When the lanes send (``core/schedule.py``): clickhouse-benchmark's closed loop,
+        or ``--rate`` with fixed spacing or Poisson arrivals."""
+        if not self.open_loop:
+            return ClosedLoop()
+        return Poisson(self.rate, self.seed) if self.poisson else FixedRate(self.rate, self.phase)
 
     def members(self) -> list[list[int]]:
         """The hosts of each target: one each, several for a cluster target

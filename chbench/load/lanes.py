@@ -13,7 +13,6 @@ parent through a queue (``process_main``; see ``levels.py``)."""
 from __future__ import annotations
 
 import contextlib
-import math
 import random
 import signal
 import time
@@ -60,7 +59,7 @@ class LoadFeed:
 
     def __init__(self, cfg: LoadConfig, settings: list[dict[str, str]], worker: int = 0) -> None:
         self.cfg = cfg
-        self.timed = cfg.open_loop
+        self.schedule = cfg.schedule()
         # per host, per query: the host's settings with the query's own on top (merged once)
         self.settings = [[{**hs, **q.settings} if q.settings else hs for q in cfg.queries] for hs in settings]
         self.worker = worker
@@ -68,21 +67,12 @@ class LoadFeed:
         self.members = cfg.members()  # the hosts of each target
         self.mix = Mix([q.weight for q in cfg.queries], cfg.randomize, cfg.seed, offset=worker)
         self.recorder = Recorder(cfg.latency_limit_ms, cfg.open_loop, cfg.raw)
-        self._rng = random.Random(cfg.seed)
-        self._next_time = 0.0
 
-    # -- the schedule (under the lanes' lock) --------------------------------------------
+    # -- what each request sends, where (under the lanes' lock) ---------------------------
     def claim(self, lanes: Lanes, lane: Lane, k: int) -> Slot | None:
         cfg = self.cfg
         if cfg.iterations and k >= cfg.iterations:
             return None
-        planned: float | None = None
-        if cfg.open_loop:
-            if cfg.poisson:
-                self._next_time = self._next_time + self._rng.expovariate(cfg.rate) if k else lanes.t0
-                planned = self._next_time
-            else:
-                planned = lanes.t0 + cfg.phase + k / cfg.rate
         st: LaneState = lane.state
         n_targets = len(self.members)
         hosts = self.members[0 if n_targets == 1 else st.rng.randrange(n_targets)]
@@ -93,30 +83,7 @@ class LoadFeed:
         q = st.order[st.picked % len(st.order)] if st.order else self.mix.pick(k)
         st.picked += 1
         qid = f"{cfg.query_id_prefix}{self.worker}-{lane.index}-{k}" if cfg.query_id_prefix else ""
-        return Slot(k, planned, h, self.sqls[q], self.settings[h][q], qid, (h, q))
-
-    def due(self, lanes: Lanes, end: float) -> int:
-        """Open loop: requests planned before ``end``."""
-        cfg = self.cfg
-        span = min(end, lanes.deadline) - lanes.t0 - cfg.phase
-        if span <= 0:
-            return 0
-        if cfg.poisson:  # started + claimed but waiting + not yet drawn, all before end
-            limit = lanes.t0 + span
-            with lanes.cond:
-                n = lanes.started + lanes.waiting_before(limit)
-                t = self._next_time if lanes.claimed else lanes.t0
-                if not lanes.claimed and t < limit:
-                    n += 1
-                while True:
-                    t += self._rng.expovariate(cfg.rate)
-                    if t >= limit:
-                        break
-                    n += 1
-                self._next_time = t
-        else:
-            n = math.ceil(span * cfg.rate)
-        return min(n, cfg.iterations) if cfg.iterations else n
+        return Slot(k, h, self.sqls[q], self.settings[h][q], qid, (h, q))
 
     # -- connections ---------------------------------------------------------------------
     def prepare(self, lane: Lane) -> None:
@@ -183,15 +150,13 @@ class LoadLanes(Lanes):
     def begin(self, t0: float) -> None:
         self.start(t0, self.load.cfg.timelimit)
 
-    def counts(self, final: bool = False) -> dict[str, Any]:
+    def counts(self) -> dict[str, Any]:
         """The level's counters (the parent sums those of every process)."""
-        cfg = self.load.cfg
         st: dict[str, Any] = {"started": self.started, "late": self.late, "fatal": self.fatal,
                               "failure": self.failure, "elapsed": self.elapsed()}
-        if cfg.open_loop and self.t0:
-            # a Poisson count draws the rest of the schedule: only once the run is over
-            now = self.ended_at or time.monotonic()
-            st["due"] = self.load.due(self, now) if final or not cfg.poisson else self.claimed
+        due = self.due()
+        if due is not None:
+            st["due"] = min(due, self.load.cfg.iterations) if self.load.cfg.iterations else due
         return st
 
 
@@ -216,5 +181,5 @@ def process_main(cfg: LoadConfig, settings: list[dict[str, str]], worker: int, q
             lanes.halt()
         queue.put(messages.Measured(worker=worker, stats=lanes.recorder.swap(), status=lanes.counts()))
     lanes.join(STOP_GRACE_S)
-    queue.put(messages.Done(worker=worker, stats=lanes.recorder.swap(), status=lanes.counts(final=True)))
+    queue.put(messages.Done(worker=worker, stats=lanes.recorder.swap(), status=lanes.counts()))
     lanes.close()

@@ -101,7 +101,6 @@ class Source(Protocol):
     def pump(self, timeout: float) -> tuple[list[tuple[int, dict[Key, Stats]]], bool]: ...
     def stop(self) -> None: ...
     def status(self) -> dict[str, Any]: ...
-    def live(self) -> dict[str, Any]: ...
     def close(self) -> None: ...
     def drain(self) -> list[tuple[int, dict[Key, Stats]]]: ...
     def names(self) -> dict[int, dict[str, Any]]: ...
@@ -140,10 +139,6 @@ class LocalSource:
         self.lanes.halt()
 
     def status(self) -> dict[str, Any]:
-        return self.lanes.counts(final=True)
-
-    def live(self) -> dict[str, Any]:
-        """The counters while the level runs (never draws the rest of a Poisson schedule)."""
         return self.lanes.counts()
 
     def close(self) -> None:
@@ -238,9 +233,6 @@ class ProcessSource:
 
     def stop(self) -> None:
         self.stop_event.set()
-
-    def live(self) -> dict[str, Any]:
-        return self.status()
 
     def status(self) -> dict[str, Any]:
         return sum_statuses(self.statuses.values())
@@ -361,9 +353,9 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, observers: list[Ob
                 for worker, part in parts:
                     add(worker, part)
                     merge_into(interval, part)
-                obs.status(source.live())
+                obs.status(source.status())
                 now = time.monotonic()
-                if not done and not source_stopped and obs.decided(totals, source.live(), now - t0):
+                if not done and not source_stopped and obs.decided(totals, source.status(), now - t0):
                     source_stopped = True
                     source.stop()
                 if now - last >= period or done:

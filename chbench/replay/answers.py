@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from chbench.clickbench.checksum import analyse, checksum
+from chbench.core.send import fetch
 from chbench.errors import ConnectError, QueryError, ServerLost
-from chbench.runner.execute import fetch
 from chbench.targets import Target
 from chbench.upgrade.checks import answers_equal, plain
 from chbench.workload.model import returns_rows

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from chbench.core.lanes import LATE_MS, SPARE_LANES
+from chbench.core.schedule import CapturedOffsets, ClosedLoop, Schedule
 from chbench.errors import UsageError
 from chbench.outcome import Outcome
 from chbench.replay import analysis
@@ -212,10 +213,11 @@ def _play(opts: ReplayOptions, p: ReplayPlan, sides: list[ReplaySide], doc: Repl
     tick = Ticker(doc, p, sides, writer, on_tick)
     databases = sorted(p.databases, key=lambda d: d or "")[:8]
     offsets = [t - (0.0 if opts.keep_idle_start else p.first_t) for t in p.offsets]
+    schedule: Schedule = ClosedLoop() if opts.sequential else CapturedOffsets(offsets, opts.speed)
     for group in [sides] if opts.order == "parallel" else [[s] for s in sides]:
         for s in group:
-            s.player = Player(PlayOptions(s.spec, opts.credentials, opts.speed, opts.sequential, opts.timeout,
-                                          prefix, need, opts.max_connections, databases, offsets),
+            s.player = Player(PlayOptions(s.spec, opts.credentials, schedule, opts.timeout,
+                                          prefix, need, opts.max_connections, databases),
                               items(opts, p, s), s.id)
             s.player.open_lanes()
 

@@ -17,7 +17,6 @@ Sequential mode sends one query after another on one lane, without timing."""
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import threading
 import time
@@ -27,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from chbench.core.lanes import Lane, Lanes, Policy, Slot
+from chbench.core.schedule import Schedule
 from chbench.errors import ConnectError
 from chbench.targets import Credentials, Sample, Target, make_target
 from chbench.targets.base import parse_exception_code
@@ -95,14 +95,12 @@ class Samples:
 class PlayOptions:
     spec: str
     credentials: Credentials
-    speed: float = 1.0
-    sequential: bool = False
+    schedule: Schedule  # the captured offsets at --speed (CapturedOffsets), or one after another (ClosedLoop)
     timeout: float | None = None
     query_id_prefix: str = ""
     lanes: int = 1  # opened before the start (what the captured timing needs at this speed)
     max_lanes: int = 512
     databases: list[str | None] = field(default_factory=list)  # opened on every lane up front
-    offsets: list[float] = field(default_factory=list)  # every query's t, from the clock's start (for "due")
 
 
 class ReplayFeed:
@@ -113,7 +111,7 @@ class ReplayFeed:
         self.opts = opts
         self.items = items
         self.side = side
-        self.timed = not opts.sequential
+        self.schedule = opts.schedule
         self.samples = Samples()
         self.base_url = parse_target_url(opts.spec, opts.credentials.user, opts.credentials.database)
         # databases this target refuses (missing there): their queries fail one by one
@@ -124,9 +122,8 @@ class ReplayFeed:
         item = next(self.items, None)
         if item is None:
             return None
-        planned = None if self.opts.sequential else lanes.t0 + item.t / self.opts.speed
         prefix = self.opts.query_id_prefix
-        return Slot(k, planned, item.database, item.sql, item.settings,
+        return Slot(k, item.database, item.sql, item.settings,
                     f"{prefix}{self.side}-{item.index}" if prefix else "", item)
 
     def prepare(self, lane: Lane) -> None:
@@ -182,7 +179,7 @@ class Player:
         self.opts = opts
         self.feed = ReplayFeed(opts, items, side)
         self.samples = self.feed.samples
-        policy = Policy(timeout=opts.timeout, one_leader=True, grow_to=0 if opts.sequential else opts.max_lanes)
+        policy = Policy(timeout=opts.timeout, one_leader=True, grow_to=opts.max_lanes if opts.schedule.timed else 0)
         self.lanes = Lanes(self.feed, policy, f"replay-{side}")
 
     @property
@@ -195,17 +192,14 @@ class Player:
 
     def open_lanes(self) -> None:
         """The lanes the timing needs, connected before the clock starts."""
-        self.lanes.setup(1 if self.opts.sequential else max(1, self.opts.lanes))
+        self.lanes.setup(max(1, self.opts.lanes) if self.opts.schedule.timed else 1)
 
     def status(self) -> dict[str, Any]:
         lanes = self.lanes
         with self.samples.lock:
             sent = len(self.samples.index)
-        due = None
-        if lanes.t0 and not self.opts.sequential:
-            due = bisect.bisect_right(self.opts.offsets, (time.monotonic() - lanes.t0) * self.opts.speed)
         return {"claimed": lanes.claimed, "started": lanes.started, "sent": sent, "in_flight": lanes.in_flight,
-                "lanes": len(lanes.lanes), "due": due}
+                "lanes": len(lanes.lanes), "due": lanes.due()}
 
     def close(self) -> None:
         self.lanes.close()

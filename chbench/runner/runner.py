@@ -2,7 +2,7 @@
 
 Order: each side's set-up statements, warm-up runs, then rounds, then tear-down. A round
 runs every unfinished query once on each side (interleaved: q1 q2 … qn, then again),
-alternating the sides run by run (A B, then B A; three or more rotate, ``plan.round_order``)
+alternating the sides run by run (A B, then B A; three or more rotate: ``core/schedule.py``)
 so slow drift of the machine spreads over every query and every side. The fixed
 calibration query (the drift guard) runs on each side after each of the first rounds,
 then at most once a second.
@@ -23,16 +23,17 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from chbench.core.schedule import round_order
+from chbench.core.send import execute
 from chbench.errors import ConnectError, QueryError, ServerLost
 from chbench.explain.collect import collect
 from chbench.machine.recorder import MachineRecorder
 from chbench.observer import Observer, Observers
 from chbench.outcome import Outcome
-from chbench.plan import Plan, SidePlan, compared_pairs, round_order
+from chbench.plan import Plan, SidePlan, compared_pairs
 from chbench.results import Calibration, Meta, ResultsWriter, RunDocument, RunQuery, RunSample, RunTarget
 from chbench.results.environment import now_iso
 from chbench.results.run import QuerySide
-from chbench.runner.execute import execute
 from chbench.runner.groups import GroupRun, skip_if_missing
 from chbench.runner.quiet import QuietGuard
 from chbench.runner.settings import group_settings, query_settings, settings_to_send, statement_settings

@@ -139,7 +139,7 @@ def pair_up(a: list[tuple[tuple[int, int], float]], b: list[tuple[tuple[int, int
             first: dict[tuple[int, int], bool] | None = None) -> Pairs:
     """Match A's and B's successful runs by (session, round). Who ran first: ``first``
     (from the runs' start times), else the round's parity — in a two-sided run A runs
-    first in even rounds (plan.round_order); with three or more sides only the start
+    first in even rounds (core.schedule.round_order); with three or more sides only the start
     times tell."""
     bmap = dict(b)
     amap = dict(a)

@@ -21,9 +21,9 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from chbench.clickbench.checksum import analyse, checksum
+from chbench.core.send import fetch
 from chbench.errors import QueryError, UsageError
 from chbench.observer import Observer
-from chbench.runner.execute import fetch
 from chbench.runner.settings import query_settings
 from chbench.workload.model import returns_rows
 from chbench.workload.sql import strip_comments_and_strings

@@ -1,10 +1,12 @@
-"""One timed execution, the same for every sequential runner (``chbench run``, the
-ClickBench runner, its stress workers): a query the server refuses becomes a sample
-carrying its error; a lost server or Ctrl-C goes up to the caller.
+"""The one sequential send: a timed query, the same for every caller that sends one
+query at a time (``run``'s rounds, the ClickBench runner, the answer checks of upgrade
+and replay): a query the server refuses becomes a sample carrying its error; a lost
+server or Ctrl-C goes up to the caller.
 
 The concurrent senders (load levels, capacity steps, ClickBench stress, ``--workers``
-processes, distributed lane hosts, replay) run on the lanes (``core/lanes.py``): closed
-loop, open-loop schedules and captured offsets, at thousands of queries a second."""
+processes, distributed lane hosts, replay) run on the lanes (``lanes.py``): closed loop,
+open-loop schedules and captured offsets (``schedule.py``), at thousands of queries a
+second."""
 
 from __future__ import annotations
 
