@@ -11,6 +11,7 @@ Cases (each round runs BEFORE and AFTER once, in alternating order):
   rate     SELECT 1, open loop --rate 500 -t SECONDS: achieved / offered
   fast     the same at --rate 1500 (one hand-off every 0.7 ms): achieved / offered
   p99      the open loop at --rate 500: latency p99 from the planned time (ms)
+  poisson  --rate 500 --poisson -c 8: achieved / offered
   stress   chbench clickbench stress --concurrent 4 --duration SECONDS on a synthetic
            hits table of 200,000 rows: QPS of the queries-only phase
 
@@ -50,10 +51,11 @@ def measure(case: str, tree: Path, server: ModernServer, seconds: float, tmp: Pa
                            "-d", "0", "--quiet"], tmp / "load.json")
         lv = d["levels"][-1]
         return lv["total"]["queries"] / lv["seconds"]
-    if case in ("rate", "fast", "p99"):
+    if case in ("rate", "fast", "p99", "poisson"):
         rate = 1500 if case == "fast" else 500
         d = chbench(tree, ["load", "--target", server.native_url, "-q", "SELECT 1", "--rate", str(rate), "-c", "8",
-                           "-t", str(seconds), "-d", "0", "--quiet"], tmp / "rate.json")
+                           "-t", str(seconds), "-d", "0", "--quiet", *(["--poisson"] if case == "poisson" else [])],
+                    tmp / "rate.json")
         lv = d["levels"][-1]
         if case == "p99":
             return float(lv["benchmark_json"]["query_time_percentiles"]["99"]) * 1000.0
@@ -66,11 +68,11 @@ def measure(case: str, tree: Path, server: ModernServer, seconds: float, tmp: Pa
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--before", required=True, metavar="REV")
-    ap.add_argument("--only", default="load,rate,fast,p99,stress")
+    ap.add_argument("--only", default="load,rate,fast,p99,poisson,stress")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=10.0)
     args = ap.parse_args()
-    OUT.mkdir(exist_ok=True)
+    OUT.mkdir(exist_ok=True, parents=True)
     res: dict[str, Any] = {"before": args.before, "seconds": args.seconds, "cases": {}}
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
