@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
                          stats=Options(threshold=args.threshold, alpha=args.alpha, correction=args.correction))
     progress = ReplayProgress(args.quiet)
     try:
-        doc, sides, outcome = replay(opts, args.out, progress.update)
+        doc, sides, outcome = replay(opts, args.out, progress)
     finally:
         progress.close()
     if not args.quiet:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -20,6 +20,7 @@ import numpy as np
 from chbench.core.lanes import LATE_MS, SPARE_LANES
 from chbench.core.schedule import CapturedOffsets, ClosedLoop, Schedule
 from chbench.errors import UsageError
+from chbench.observer import Observer, Observers
 from chbench.outcome import Outcome
 from chbench.replay import analysis
 from chbench.replay.answers import check_answers
@@ -39,9 +40,11 @@ from chbench.targets.url import parse_target_url
 # spares; beyond this many, lanes open as needed
 SLOWDOWN = 4.0
 INITIAL_LANES_CAP = 64
-MAX_REPRESENTATIVES = 2000
-CHECKPOINT_S = 5.0  # how often the results file is rewritten during a replay
-CHECKPOINT_LARGE_S = 30.0  # --check-answers: at most this many normalized queries are asked
+MAX_REPRESENTATIVES = 2000  # --check-answers: at most this many normalized queries are asked
+# the results file is rewritten this often during a replay; a checkpoint serializes every
+# sample while the lanes send (one GIL): past 50,000 samples every 30 s instead of 5 s
+CHECKPOINT_S = 5.0
+CHECKPOINT_LARGE_S = 30.0
 
 
 @dataclass
@@ -178,10 +181,11 @@ def new_document(opts: ReplayOptions, p: ReplayPlan, sides: list[ReplaySide], pr
         skipped=dict(sorted(p.skipped.items())), hashes=hashes)
 
 
-def replay(opts: ReplayOptions, out: str | None, on_tick: Callable[[ReplayDocument, list[ReplaySide]], None],
+def replay(opts: ReplayOptions, out: str | None, *observers: Observer,
            ) -> tuple[ReplayDocument, list[ReplaySide], Outcome]:
-    """The whole replay; the document is written to ``out`` however it ends. Returns it,
-    the sides and how it ended (complete, interrupted, server_lost)."""
+    """The whole replay; the document is written to ``out`` however it ends (checkpointed
+    as it goes), and each observer (the live display) gets the players' counts. Returns
+    the document, the sides and how it ended (complete, interrupted, server_lost)."""
     p = plan(opts)
     if p.replayed == 0:
         raise UsageError(f"{opts.workload}: nothing to replay ({p.lines} queries"
@@ -191,10 +195,12 @@ def replay(opts: ReplayOptions, out: str | None, on_tick: Callable[[ReplayDocume
     prefix = f"chbench-replay-{secrets.token_hex(4)}-"
     doc = new_document(opts, p, sides, prefix)
     with ResultsWriter(out, doc, every_s=5.0) as writer:
+        watch = Observers([*observers, _Checkpoints(doc, p, sides, writer)])
         try:
-            interrupted = _play(opts, p, sides, doc, writer, prefix, on_tick)
+            interrupted = _play(opts, p, sides, prefix, watch)
         finally:
             fill(doc, p, sides, final=True, opts=opts)
+            watch.status(statuses(sides), final=True)
         if opts.check_answers and len(sides) == 2 and not interrupted:
             doc.answers = _answers(opts, p, sides)
         fatal = next((s.player.fatal for s in sides if s.player and s.player.fatal), None)
@@ -203,14 +209,11 @@ def replay(opts: ReplayOptions, out: str | None, on_tick: Callable[[ReplayDocume
     return doc, sides, outcome
 
 
-def _play(opts: ReplayOptions, p: ReplayPlan, sides: list[ReplaySide], doc: ReplayDocument, writer: ResultsWriter,
-          prefix: str, on_tick: Callable[[ReplayDocument, list[ReplaySide]], None]) -> bool:
+def _play(opts: ReplayOptions, p: ReplayPlan, sides: list[ReplaySide], prefix: str, watch: Observer) -> bool:
     """Every target at once (or one after another); True when interrupted."""
     need = 1 if opts.sequential else min(opts.max_connections, INITIAL_LANES_CAP,
                                          lanes_needed(p.offsets, [d * SLOWDOWN for d in p.durations], opts.speed)
                                          + SPARE_LANES)
-    doc.options["clock_starts_at_t"] = 0.0 if opts.keep_idle_start else p.first_t
-    tick = Ticker(doc, p, sides, writer, on_tick)
     databases = sorted(p.databases, key=lambda d: d or "")[:8]
     offsets = [t - (0.0 if opts.keep_idle_start else p.first_t) for t in p.offsets]
     schedule: Schedule = ClosedLoop() if opts.sequential else CapturedOffsets(offsets, opts.speed)
@@ -223,7 +226,7 @@ def _play(opts: ReplayOptions, p: ReplayPlan, sides: list[ReplaySide], doc: Repl
 
         players = [s.player for s in group if s.player is not None]
         try:
-            interrupted = run_players(players, 0.2, tick)
+            interrupted = run_players(players, 0.2, lambda: watch.status(statuses(sides)))
         finally:
             for pl in players:
                 pl.close()
@@ -253,20 +256,22 @@ def _answers(opts: ReplayOptions, p: ReplayPlan, sides: list[ReplaySide]) -> dic
             t.close()
 
 
-class Ticker:
-    """While the lanes send: the live view, and the results file now and then. The
-    checkpoint serializes every sample while the lanes send (one GIL): past 50,000
-    samples it comes every 30 s instead of every 5 s."""
+def statuses(sides: list[ReplaySide]) -> dict[str, Any]:
+    """What the observers see: per target, the player's counts (``Player.status``) — or
+    ``waiting`` for a target whose turn has not come (``--order sequential``)."""
+    return {"targets": [{"id": s.id, **(s.player.status() if s.player else {"waiting": True})} for s in sides]}
 
-    def __init__(self, doc: ReplayDocument, p: ReplayPlan, sides: list[ReplaySide], writer: ResultsWriter,
-                 on_tick: Callable[[ReplayDocument, list[ReplaySide]], None]) -> None:
-        self.doc, self.p, self.sides, self.writer, self.on_tick = doc, p, sides, writer, on_tick
+
+class _Checkpoints(Observer):
+    """The results file, rewritten every ``CHECKPOINT_S`` while the players send."""
+
+    def __init__(self, doc: ReplayDocument, p: ReplayPlan, sides: list[ReplaySide], writer: ResultsWriter) -> None:
+        self.doc, self.p, self.sides, self.writer = doc, p, sides, writer
         self.last = time.monotonic()
 
-    def __call__(self) -> None:
-        self.on_tick(self.doc, self.sides)
-        sent = sum(len(s.player.samples) for s in self.sides if s.player is not None)
-        if time.monotonic() - self.last >= (CHECKPOINT_S if sent < 50_000 else CHECKPOINT_LARGE_S):
+    def status(self, status: dict[str, Any], final: bool = False) -> None:
+        sent = sum(t.get("sent", 0) for t in status["targets"])
+        if not final and time.monotonic() - self.last >= (CHECKPOINT_S if sent < 50_000 else CHECKPOINT_LARGE_S):
             fill(self.doc, self.p, self.sides, final=False)
             self.writer.checkpoint(force=True)
             self.last = time.monotonic()

@@ -28,6 +28,7 @@ from typing import Any
 from chbench.core.lanes import Lane, Lanes, Policy, Slot
 from chbench.core.schedule import Schedule
 from chbench.errors import ConnectError
+from chbench.stats.histogram import Histogram
 from chbench.targets import Credentials, Sample, Target, make_target
 from chbench.targets.base import parse_exception_code
 from chbench.targets.url import parse_target_url
@@ -62,6 +63,10 @@ class Samples:
         self.error_code = array("l")  # 0: ok; -1: failed without a code
         self.captured_code = array("l")  # the code it had when captured
         self.errors: dict[int, str] = {}  # one message per code
+        # for the live counts, kept as the samples come (a percentile of the columns
+        # while the lanes append would copy them all, under the lock, every half second)
+        self.failed = 0
+        self.lateness = Histogram()
 
     def add(self, item: Item, planned: float, lateness: float, latency: float, service: float, code: int,
             message: str | None = None) -> None:
@@ -74,8 +79,11 @@ class Samples:
             self.service_ms.append(service)
             self.error_code.append(code)
             self.captured_code.append(item.captured_code)
-            if code and message is not None:
-                self.errors.setdefault(code, message)
+            self.lateness.record(lateness if lateness > 0.0 else 0.0)
+            if code:
+                self.failed += 1
+                if message is not None:
+                    self.errors.setdefault(code, message)
 
     def __len__(self) -> int:
         return len(self.index)
@@ -195,11 +203,13 @@ class Player:
         self.lanes.setup(max(1, self.opts.lanes) if self.opts.schedule.timed else 1)
 
     def status(self) -> dict[str, Any]:
-        lanes = self.lanes
-        with self.samples.lock:
-            sent = len(self.samples.index)
+        """The live counts: requests claimed, started, answered (``sent``) and in flight,
+        connections, requests due by now (timed), errors and the lateness p99 so far (ms)."""
+        lanes, samples = self.lanes, self.samples
+        with samples.lock:
+            sent, errors, late_p99 = len(samples.index), samples.failed, samples.lateness.percentile(99)
         return {"claimed": lanes.claimed, "started": lanes.started, "sent": sent, "in_flight": lanes.in_flight,
-                "lanes": len(lanes.lanes), "due": lanes.due()}
+                "lanes": len(lanes.lanes), "due": lanes.due(), "errors": errors, "lateness_p99_ms": late_p99}
 
     def close(self) -> None:
         self.lanes.close()
@@ -219,8 +229,8 @@ def lanes_needed(offsets: list[float], durations_ms: list[float], speed: float) 
 
 
 def run_players(players: list[Player], lead_s: float, tick: Callable[[], None], tick_s: float = 0.2) -> bool:
-    """Start every player on one clock and wait; ``tick`` runs every ``tick_s`` (progress,
-    checkpoints). Returns True when interrupted (Ctrl-C: sending stops, what is in flight
+    """Start every player on one clock and wait; ``tick`` runs every ``tick_s`` (the
+    driver's status event to its observers). Returns True when interrupted (Ctrl-C: sending stops, what is in flight
     may finish for ``STOP_GRACE_S``)."""
     t0 = time.monotonic() + lead_s
     for pl in players:

@@ -4,16 +4,16 @@ those due so far, in flight, lateness, errors (rich, refreshed a few times a sec
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
-import numpy as np
+from chbench.observer import Observer
 
 
-class ReplayProgress:
+class ReplayProgress(Observer):
+    """Subscribes to the replay's status events (``replay/driver.py``)."""
+
     def __init__(self, quiet: bool) -> None:
         self.live: Any = None
-        self.last = 0.0
         if not quiet and sys.stderr.isatty():
             from rich.console import Console
             from rich.live import Live
@@ -21,24 +21,18 @@ class ReplayProgress:
             self.live = Live(console=Console(stderr=True), auto_refresh=False, transient=True)
             self.live.start()
 
-    def update(self, doc: Any, sides: list[Any]) -> None:
-        if self.live is None or time.monotonic() - self.last < 0.5:
+    def status(self, status: dict[str, Any], final: bool = False) -> None:
+        if self.live is None:
             return
-        self.last = time.monotonic()
         lines = []
-        for s in sides:
-            pl = s.player
-            if pl is None:
-                lines.append(f"{s.id}: waiting")
+        for st in status["targets"]:
+            if st.get("waiting"):
+                lines.append(f"{st['id']}: waiting")
                 continue
-            st = pl.status()
-            with pl.samples.lock:
-                late = np.frombuffer(pl.samples.lateness_ms, dtype=float) if len(pl.samples.lateness_ms) else None
-                errors = sum(1 for c in pl.samples.error_code if c)
-            p99 = f"{float(np.percentile(late, 99)):.1f}" if late is not None and len(late) else "-"
+            p99 = f"{st['lateness_p99_ms']:.1f}" if st.get("lateness_p99_ms") is not None else "-"
             due = f" of {st['due']:,} due" if st.get("due") is not None else ""
-            lines.append(f"{s.id}: {st['started']:,} sent{due}, {st['sent']:,} answered, {st['in_flight']} in flight, "
-                         f"{st['lanes']} connections, lateness p99 {p99} ms, {errors:,} errors")
+            lines.append(f"{st['id']}: {st['started']:,} sent{due}, {st['sent']:,} answered, {st['in_flight']} in "
+                         f"flight, {st['lanes']} connections, lateness p99 {p99} ms, {st['errors']:,} errors")
         self.live.update("chbench replay\n" + "\n".join(lines), refresh=True)
 
     def close(self) -> None:
