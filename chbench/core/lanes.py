@@ -1,9 +1,9 @@
 """The one lane engine: every load level, capacity step, ClickBench stress phase,
 ``--workers`` process, distributed lane host and replay sends its queries here.
 
-A *lane* is a thread with its own connections. A :class:`Feed` says what to send, when,
-where, and what to do with each outcome; the lanes own the clock, the timing and the
-stopping:
+A *lane* is a thread with its own connections. A :class:`Feed` says what to send and
+where, on which schedule (``schedule.py``: when each request is planned), and what to do
+with each outcome; the lanes own the clock, the timing and the stopping:
 
 * **Untimed feeds** (closed loop, clickhouse-benchmark; a sequential replay): a lane
   claims the next request and sends it as soon as the last one answered.

@@ -25,15 +25,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from chbench.core.lanes import Lane, Lanes, Policy, Slot
+from chbench.core.lanes import STOP_GRACE_S, Lane, Lanes, Policy, Slot
 from chbench.core.schedule import Schedule
 from chbench.errors import ConnectError
 from chbench.stats.histogram import Histogram
 from chbench.targets import Credentials, Sample, Target, make_target
 from chbench.targets.base import parse_exception_code
 from chbench.targets.url import parse_target_url
-
-STOP_GRACE_S = 2.0  # after a stop, how long queries still running may take to answer
 
 
 @dataclass(slots=True)
