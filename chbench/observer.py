@@ -1,25 +1,42 @@
 """What a running command tells whoever watches it: one protocol, any number of
 subscribers.
 
-A run's rounds (``runner/``) and a load level (``load/levels.py``: every level, capacity
-step and ClickBench stress phase) report through the same :class:`Observer`. The live
-displays (``ui/progress.py``, ``ui/load.py``), the untimed checks of ``upgrade`` and
-``trend`` (``upgrade/checks.py``), the results file's checkpoints (``load/driver.py``),
-the Prometheus endpoint (``load/metrics.py``) and a capacity step's looks
-(``load/capacity.py``) subscribe alike: each overrides only the events it needs (every
+A run's rounds (``runner/``), a load level (``load/levels.py``: every level, capacity
+step and ClickBench stress phase) and a replay (``replay/driver.py``: its players' live
+counts) report through the same :class:`Observer`. The live displays
+(``ui/progress.py``, ``ui/load.py``, ``ui/replay.py``), the untimed checks of ``upgrade``
+and ``trend`` (``upgrade/checks.py``), the results file's checkpoints (``load/driver.py``,
+``replay/driver.py``), the Prometheus endpoint (``load/metrics.py``) and a capacity
+step's looks (``load/capacity.py``) subscribe alike: each overrides only the events it needs (every
 method defaults to nothing), and :class:`Observers` hands every event to each in turn."""
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from chbench.load.levels import LevelResult
     from chbench.load.recorder import Key, Stats
     from chbench.plan import Plan
-    from chbench.runner.runner import QueryState, Runner
-    from chbench.targets import Sample
+    from chbench.results import RunDocument
+    from chbench.runner.runner import QueryState
+    from chbench.targets import Sample, ServerInfo
+    from chbench.workload import Query
+
+
+class FinishedRounds(Protocol):
+    """What an observer may use of a run whose rounds are done (``rounds_done``): the
+    plan, the document to add to, each side's server and the settings a query runs with
+    there, and a checkpoint of the file. (The runner is one; nothing else of it is.)"""
+
+    plan: Plan
+    doc: RunDocument
+    infos: dict[str, ServerInfo]
+
+    def base_settings(self, sid: str, q: Query) -> dict[str, str]: ...
+
+    def checkpoint(self, force: bool = False) -> None: ...
 
 
 class Observer:
@@ -33,7 +50,7 @@ class Observer:
     def query_done(self, st: QueryState) -> None:
         """A query needs no more runs on any side."""
 
-    def rounds_done(self, run: Runner, names: list[str]) -> None:
+    def rounds_done(self, run: FinishedRounds, names: list[str]) -> None:
         """The rounds of these queries are over and their tables still exist: untimed work on
         the targets goes here (once per performance test before its tear-down, then for the
         other queries). Ctrl-C or a lost server here ends the run as it would a round."""
@@ -93,7 +110,7 @@ class Observers(Observer):
         for o in self.subscribers:
             o.query_done(st)
 
-    def rounds_done(self, run: Runner, names: list[str]) -> None:
+    def rounds_done(self, run: FinishedRounds, names: list[str]) -> None:
         for o in self.subscribers:
             o.rounds_done(run, names)
 

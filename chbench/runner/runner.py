@@ -298,6 +298,10 @@ class Runner:
                 group.teardown()
                 self.writer.checkpoint(force=True)
 
+    def checkpoint(self, force: bool = False) -> None:
+        """The results file rewritten (``force``: now; else at most every few seconds)."""
+        self.writer.checkpoint(force=force)
+
     def base_settings(self, sid: str, q: Query) -> dict[str, str]:
         """What a query of this side runs with before its own settings: the side's, with
         its performance test's on top (and the user's over both)."""

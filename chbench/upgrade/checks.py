@@ -23,14 +23,13 @@ from typing import TYPE_CHECKING, Any
 from chbench.clickbench.checksum import analyse, checksum
 from chbench.core.send import fetch
 from chbench.errors import QueryError, UsageError
-from chbench.observer import Observer
+from chbench.observer import FinishedRounds, Observer
 from chbench.runner.settings import query_settings
 from chbench.workload.model import returns_rows
 from chbench.workload.sql import strip_comments_and_strings
 
 if TYPE_CHECKING:
     from chbench.plan import SidePlan
-    from chbench.runner.runner import Runner
     from chbench.targets import Target
     from chbench.workload import Query
 
@@ -47,11 +46,11 @@ class Checks(Observer):
     def __init__(self, data_sql: str | None = None) -> None:
         self.data_sql = data_sql
 
-    def rounds_done(self, run: Runner, names: list[str]) -> None:
+    def rounds_done(self, run: FinishedRounds, names: list[str]) -> None:
         run_checks(run, names, self.data_sql)
 
 
-def run_checks(runner: Runner, names: list[str], data_sql: str | None = None) -> None:
+def run_checks(runner: FinishedRounds, names: list[str], data_sql: str | None = None) -> None:
     """Answers and plans of these queries on every side into ``runner.doc.checks`` (called
     once per performance test, before its tear-down, then for the other queries), with the
     changed setting defaults; with ``data_sql`` (a checksum of the data each side built),
@@ -87,9 +86,9 @@ def run_checks(runner: Runner, names: list[str], data_sql: str | None = None) ->
         plans = {s.id.lower(): explain(s.target, q.sql) for s, q in per_side if q is not None}
         checks["plans"][name] = {**plans, "changed": _any_adjacent(plans, "plan"),
                                  "pipeline_changed": _any_adjacent(plans, "pipeline")}
-        runner.writer.checkpoint()
+        runner.checkpoint()
     runner.doc.checks = checks
-    runner.writer.checkpoint(force=True)
+    runner.checkpoint(force=True)
 
 
 def all_equal(answers: dict[str, dict[str, Any]]) -> bool | None:
@@ -116,7 +115,7 @@ def plain(sql: str) -> str:
     return body[: m.start()].rstrip() if m else body
 
 
-def answer(runner: Runner, side: SidePlan, q: Query, single: bool = False) -> dict[str, Any]:
+def answer(runner: FinishedRounds, side: SidePlan, q: Query, single: bool = False) -> dict[str, Any]:
     """{"rows", "checksum", "mode", "names", "types", "stable"[, "sample"]} or {"error": …}.
 
     Asked twice: some answers vary from run to run on one version (``quantiles`` samples
@@ -226,7 +225,7 @@ def _setting_value(v: str) -> str:
     return v[1:-1] if len(v) >= 2 and v[0] == v[-1] == "'" else v
 
 
-def settings_diff(runner: Runner) -> dict[str, Any]:
+def settings_diff(runner: FinishedRounds) -> dict[str, Any]:
     """Settings whose default differs between the sides' versions, and who mentions them."""
     a, b = (runner.infos[s.id].settings for s in runner.plan.sides[:2])
     texts: dict[str, str] = {}
