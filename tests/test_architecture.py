@@ -296,3 +296,13 @@ def test_one_observer_protocol():
     bad = [f"{path}: {node.name}" for path, tree in _modules() if path != "observer.py" for node in tree.body
            if isinstance(node, ast.ClassDef) and node.name.rstrip("s").endswith("Observer")]
     assert bad == []
+
+
+def test_observers_never_see_the_runner():
+    """An observer of a run gets ``observer.FinishedRounds`` when its rounds are done, not
+    the ``Runner``: nothing outside ``runner/`` names it (it is the old ``after(runner)``
+    hook, through which a check reached into the runner's writer)."""
+    bad = [f"{path} imports Runner" for path, tree in _modules() if not path.startswith("runner/")
+           for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module == "chbench.runner.runner"
+           for alias in node.names if alias.name == "Runner"]
+    assert bad == []
