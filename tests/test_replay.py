@@ -322,6 +322,7 @@ def test_replay_sends_the_schedule(log_server: ModernServer, captured: dict[str,
         offset = (int(by_index[i]["us"]) - int(by_index[0]["us"])) / 1e6
         assert abs(offset - (rec["t"] - recs[0]["t"]) / float(speed)) < 0.25, (i, offset, rec["t"])
     assert len(doc["samples"]["A"]["index"]) == len(recs)
+    assert doc["options"]["clock_starts_at_t"] == recs[0]["t"]  # the clock starts at the first query
     assert "Schedule:" in r.stdout
 
 

@@ -175,7 +175,7 @@ def new_document(opts: ReplayOptions, p: ReplayPlan, sides: list[ReplaySide], pr
         options={"speed": opts.speed, "mode": "sequential" if opts.sequential else "open",
                  "order": opts.order, "allow_writes": opts.allow_writes, "read_only": not opts.allow_writes,
                  "check_answers": opts.check_answers, "timeout": opts.timeout, "query_id_prefix": prefix,
-                 "late_threshold_ms": LATE_MS},
+                 "late_threshold_ms": LATE_MS, "clock_starts_at_t": 0.0 if opts.keep_idle_start else p.first_t},
         targets=[{"id": s.id, "url": s.target.url, "label": s.target.label, "kind": s.target.kind,
                   "server_version": s.version, "settings_not_sent": s.unknown, "notes": s.notes} for s in sides],
         skipped=dict(sorted(p.skipped.items())), hashes=hashes)
