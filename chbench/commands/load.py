@@ -263,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
         from chbench.distributed import require_locust
 
         require_locust()  # gevent's patching first, before any socket or thread exists
-    args.started = time.monotonic()  # --max-time counts from here
+    started = time.monotonic()  # --max-time counts from here
     check_output_path(args.out)
     check_output_path(args.json, "clickhouse-benchmark JSON")
     cfg = build_config(args)
@@ -272,12 +272,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         metrics = _metrics(args, cfg, hosts)
         try:
-            return _run(args, cfg, hosts, metrics, coordinator)
+            return _run(args, cfg, hosts, metrics, coordinator, started)
         finally:
             if metrics is not None:
                 if args.metrics_hold:
-                    import time
-
                     time.sleep(args.metrics_hold)
                 metrics.close()
     finally:
@@ -337,7 +335,7 @@ def _metrics(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host]) -> Lo
 
 
 def _run(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metrics: LoadMetrics | None,
-         coordinator: Coordinator | None) -> int:
+         coordinator: Coordinator | None, started: float) -> int:
     from chbench.commands.connection import named_targets
     from chbench.load.document import outcome_of
     from chbench.load.driver import run_load
@@ -353,7 +351,7 @@ def _run(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metrics: 
     err.flush()
     sources: SourceFactory = coordinator.sources if coordinator is not None else local_source
     if args.slo:
-        return _capacity(args, cfg, hosts, metrics, sources)
+        return _capacity(args, cfg, hosts, metrics, sources, started)
     last = run_load(cfg, hosts, args.out, args.json, args.quiet, err, metrics, sources)
     outcome = outcome_of(last)
     if last.fatal:
@@ -366,8 +364,9 @@ def _run(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metrics: 
 
 
 def _capacity(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metrics: LoadMetrics | None,
-              sources: SourceFactory) -> int:
-    """--slo: the search; its last line, ``capacity: R QPS``, also on standard output."""
+              sources: SourceFactory, started: float) -> int:
+    """--slo: the search, within what is left of --max-time since ``started`` (probing the
+    hosts counts); its last line, ``capacity: R QPS``, also on standard output."""
     import time
 
     from chbench.load.capacity import capacity_line, parse_slo
@@ -377,7 +376,7 @@ def _capacity(args: argparse.Namespace, cfg: LoadConfig, hosts: list[Host], metr
 
     slos = [parse_slo(s) for s in args.slo]
     search = {"slos": slos, "rate_min": args.rate_min, "rate_max": args.rate_max, "step_s": args.step_duration,
-              "max_time": args.max_time - (time.monotonic() - args.started)}
+              "max_time": args.max_time - (time.monotonic() - started)}
     cap, stopped = run_capacity(cfg, hosts, search, args.out, args.quiet, sys.stderr, metrics, sources)
     if stopped is not None and stopped.fatal:
         sys.stderr.write(f"chbench: error: {stopped.fatal} (the steps so far are in the report and --out)\n")
