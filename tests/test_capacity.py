@@ -12,7 +12,7 @@ import pytest
 from scipy import stats as sps
 
 from chbench.errors import UsageError
-from chbench.load.capacity import parse_slo, samples_to_decide
+from chbench.load.capacity import bracket_line, parse_slo, samples_to_decide
 from chbench.stats.histogram import Histogram
 from chbench.stats.quantile import percentile_interval, rate_interval
 from tests.conftest import assert_one_line_error, load, run_cli
@@ -66,6 +66,7 @@ def test_capacity_of_a_known_server(modern: ModernServer, tmp_path: Path) -> Non
     assert r.code == 0, r.stderr
     cap = load(out)["capacity"]
     assert set(cap) >= {"rate", "ci", "broken_at", "slo", "steps", "budget", "probe", "ended_by"}
+    assert (cap["rate_min"], cap["rate_max"]) == (40.0, 320.0)
     lines = r.stderr.splitlines()
     plan = lines[lines.index("Loaded 1 queries.") + 1]  # the plan comes first
     assert plan.startswith("Capacity search: p99<=100ms needs 368 requests") and "errors<=1% needs" in plan
@@ -103,3 +104,13 @@ def test_capacity_search_keeps_to_its_budget(modern: ModernServer, tmp_path: Pat
     doc = load(out)
     assert doc["status"] == "complete" and doc["capacity"]["ended_by"] == "budget"
     assert doc["capacity"]["rate"] is None and r.stdout.strip() == "capacity: 0.0 QPS"
+
+
+def test_the_bracket_line_names_the_range_the_user_gave():
+    """A report read from the file says --rate-min as given, not the lowest step tried
+    (the steps start near the probe's rate); a file from before keeps its lowest step."""
+    cap = {"rate": None, "ci": [None, 50.0], "ended_by": "rate-min", "rate_min": 10.0,
+           "steps": [{"offered_qps": 50.0}, {"offered_qps": 25.0}]}
+    assert bracket_line(cap) == "The SLO does not hold at --rate-min 10 QPS: the capacity is below it."
+    del cap["rate_min"]
+    assert "--rate-min 25 QPS" in bracket_line(cap)

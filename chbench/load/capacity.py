@@ -303,6 +303,7 @@ class CapacitySearch:
             self.ended_by = "bracket"
         broken = [s["offered_qps"] for s in self.steps if s["verdict"] == "breaks"]
         return {"rate": held, "ci": [held, failed], "broken_at": min(broken) if broken else None,
+                "rate_min": self.rate_min, "rate_max": self.rate_max,
                 "slo": [s.to_json() for s in self.slos], "steps": self.steps,
                 "complete": self.stopped is None, "ended_by": self.ended_by, "precision": PRECISION,
                 "step_seconds": self.step_s, "samples_to_decide": self.budget.need, "budget": self.budget.to_json(),
@@ -410,8 +411,10 @@ def capacity_line(cap: dict[str, Any]) -> str:
     return f"capacity: {cap['rate'] or 0:.1f} QPS"
 
 
-def bracket_line(cap: dict[str, Any], rate_min: float) -> str:
-    """Where the true capacity lies, said before the answer."""
+def bracket_line(cap: dict[str, Any]) -> str:
+    """Where the true capacity lies, said before the answer (a file from before
+    ``rate_min`` was kept: its lowest step stands for it)."""
+    rate_min = cap.get("rate_min") or min((s["offered_qps"] for s in cap["steps"]), default=0.0)
     if cap.get("ended_by") == "budget":
         low, high = cap["ci"]
         if low is None:

@@ -162,7 +162,7 @@ def run_capacity(cfg: LoadConfig, hosts: list[Host], search_args: dict[str, Any]
             cap = search.run()
             doc.capacity, doc.levels = cap, levels()
             writer.finish(outcome_of(search.stopped) if search.stopped else Outcome.COMPLETE)
-        say(bracket_line(cap, search.rate_min))
+        say(bracket_line(cap))
         say(capacity_line(cap))
         return cap, search.stopped
     finally:

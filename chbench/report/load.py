@@ -128,6 +128,6 @@ def capacity_blocks(path: str, cap: dict[str, Any], charts: bool) -> list[Any]:
     if "rate" in cap:
         from chbench.load.capacity import bracket_line, capacity_line
 
-        blocks.append(Text(f"{capacity_line(cap)}. {bracket_line(cap, min(s['offered_qps'] for s in cap['steps']))}",
+        blocks.append(Text(f"{capacity_line(cap)}. {bracket_line(cap)}",
                            kind="summary"))
     return blocks
