@@ -7,8 +7,9 @@ counts) report through the same :class:`Observer`. The live displays
 (``ui/progress.py``, ``ui/load.py``, ``ui/replay.py``), the untimed checks of ``upgrade``
 and ``trend`` (``upgrade/checks.py``), the results file's checkpoints (``load/driver.py``,
 ``replay/driver.py``), the Prometheus endpoint (``load/metrics.py``) and a capacity
-step's looks (``load/capacity.py``) subscribe alike: each overrides only the events it needs (every
-method defaults to nothing), and :class:`Observers` hands every event to each in turn."""
+step's looks (``load/capacity.py``) subscribe alike: each overrides only the events it
+needs (every method defaults to nothing), and :class:`Observers` hands every event to
+each in turn."""
 
 from __future__ import annotations
 

@@ -414,7 +414,7 @@ def capacity_line(cap: dict[str, Any]) -> str:
 def bracket_line(cap: dict[str, Any]) -> str:
     """Where the true capacity lies, said before the answer (a file from before
     ``rate_min`` was kept: its lowest step stands for it)."""
-    rate_min = cap.get("rate_min") or min((s["offered_qps"] for s in cap["steps"]), default=0.0)
+    rate_min = cap["rate_min"] if "rate_min" in cap else min((s["offered_qps"] for s in cap["steps"]), default=0.0)
     if cap.get("ended_by") == "budget":
         low, high = cap["ci"]
         if low is None:
