@@ -251,6 +251,8 @@ def test_concurrent_and_mixed_stress(server_hits, tmp_path):
         m = load(d / "m.json")["mixed"]
         assert m["ingest"]["rows"] > 0 and m["ingest"]["error"] is None
         assert m["without_ingest"]["queries_ok"] > 0 and m["with_ingest"]["queries_ok"] > 0
+        # the target's notes, as load keeps them: over HTTP, results asked in Native
+        assert any("default_format=Native" in n for n in m["with_ingest"]["notes"]) == (url == http_url)
         assert "rows/s" in r.stdout
     r = run_cli("clickbench", "stress", "--duration", "1")
     assert_one_line_error(r)

@@ -39,6 +39,7 @@ class Phase:
     error_messages: dict[int, str] = field(default_factory=dict)  # one per query
     lost: str | None = None
     interrupted: bool = False  # Ctrl-C ended it early: what it holds was measured
+    notes: list[str] = field(default_factory=list)  # the target's, as load keeps them (probe_hosts)
 
     @property
     def ok(self) -> int:
@@ -67,7 +68,7 @@ class Phase:
                               "error": self.error_messages.get(q), "latencies_ms": lat})
         return {"phase": self.name, "seconds": self.seconds, "queries_ok": self.ok, "queries_failed": self.failed,
                 "qps": self.qps, "error_ratio": self.error_ratio, "lost": self.lost, "interrupted": self.interrupted,
-                "per_query": per_query}
+                "notes": self.notes, "per_query": per_query}
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,8 @@ def concurrent(connect: Connect, queries: list[Query], n: int, duration: float, 
                      settings={"max_execution_time": str(int(timeout))} if timeout else {})
     hosts = probe_hosts(cfg)
     res = run_level(cfg, hosts, n, [])  # nothing shows while a phase runs: its report comes after
-    phase = Phase(name, seconds=min(res.seconds, duration), lost=res.fatal, interrupted=res.interrupted)
+    phase = Phase(name, seconds=min(res.seconds, duration), lost=res.fatal, interrupted=res.interrupted,
+                  notes=list(hosts[0].notes))
     for (_, q), st in sorted(res.totals.items()):
         if st.samples:
             phase.latencies[q + 1] = st.samples
