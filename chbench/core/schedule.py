@@ -108,8 +108,8 @@ class Poisson:
         with self._lock:
             self._draw_past(0, span)
             n = self._base + bisect.bisect_left(self._drawn, span)
-            self._counted = max(self._counted, n)
-            return max(n, self._counted)
+            self._counted = max(self._counted, n)  # never fewer than it said before
+            return self._counted
 
 
 class CapturedOffsets:

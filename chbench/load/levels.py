@@ -353,9 +353,10 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, observers: list[Ob
                 for worker, part in parts:
                     add(worker, part)
                     merge_into(interval, part)
-                obs.status(source.status())
+                status = source.status()
+                obs.status(status)
                 now = time.monotonic()
-                if not done and not source_stopped and obs.decided(totals, source.status(), now - t0):
+                if not done and not source_stopped and obs.decided(totals, status, now - t0):
                     source_stopped = True
                     source.stop()
                 if now - last >= period or done:

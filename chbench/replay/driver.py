@@ -151,15 +151,13 @@ def probe(opts: ReplayOptions, p: ReplayPlan) -> list[ReplaySide]:
 
 
 def items(opts: ReplayOptions, p: ReplayPlan, side: ReplaySide) -> Iterator[Item]:
-    """The queries to send to ``side``, in order, each with what it runs with there; the
-    clock starts at the first one unless ``keep_idle_start`` (a window that began quiet
-    would otherwise be waited out)."""
+    """The queries to send to ``side``, in order, each with what it runs with there (when:
+    the schedule's offsets, ``_play``)."""
     read_only = not opts.allow_writes
-    shift = 0.0 if opts.keep_idle_start else p.first_t
     for index, rec in enumerate(records(opts.workload)):
         if skip_reason(rec["query"], opts.allow_writes) is not None:
             continue
-        yield Item(index, float(rec["t"]) - shift, rec["query"], rec.get("database") or None,
+        yield Item(index, rec["query"], rec.get("database") or None,
                    side.settings_for(dict(rec.get("settings") or {}), read_only),
                    p.hashes[str(rec.get("normalized_query_hash") or "")], int(rec.get("exception_code") or 0))
 
@@ -215,6 +213,8 @@ def _play(opts: ReplayOptions, p: ReplayPlan, sides: list[ReplaySide], prefix: s
                                          lanes_needed(p.offsets, [d * SLOWDOWN for d in p.durations], opts.speed)
                                          + SPARE_LANES)
     databases = sorted(p.databases, key=lambda d: d or "")[:8]
+    # the clock starts at the first query unless --keep-idle-start (a window that began
+    # quiet would otherwise be waited out)
     offsets = [t - (0.0 if opts.keep_idle_start else p.first_t) for t in p.offsets]
     schedule: Schedule = ClosedLoop() if opts.sequential else CapturedOffsets(offsets, opts.speed)
     for group in [sides] if opts.order == "parallel" else [[s] for s in sides]:

@@ -36,10 +36,10 @@ from chbench.targets.url import parse_target_url
 
 @dataclass(slots=True)
 class Item:
-    """One query to send: its position in the workload, offset and what it runs with."""
+    """One query to send: its position in the workload and what it runs with (its time
+    comes from the schedule, ``CapturedOffsets``)."""
 
     index: int
-    t: float
     sql: str
     database: str | None
     settings: dict[str, str]
