@@ -5,10 +5,11 @@
     python bench/capacity_looks.py --steps 2000
 
 An ``errors<=0.1%`` step at 100 QPS (planned length 40.6 s: 3,688 requests × 1.1), errors
-independent with a true rate of 0.05%, 0.1% and 0.2%; the looks as the search makes them
-(early: 99.9% from 50 requests and 5 s, each time the requests grew by a quarter; full:
-95% at 1x, 2x, 3x the planned length; an undecided step leaning beyond the limit ends at
-a full look). Reported per true rate: the share of steps that hold, break, stay
+independent with a true rate of 0.05%, 0.07%, 0.1%, 0.13% and 0.2%; the looks as the
+search makes them (early: 99.9% from 50 requests and 5 s, each time the requests grew by a
+quarter; full: 95% at 1x, 2x, 3x the planned length, and on to 6x while every estimate
+lies within 0.6 of its limit; an undecided step leaning beyond the limit ends at a full
+look). Reported per true rate: the share of steps that hold, break, stay
 undecided, and the median seconds to the decision. A false break is a break below the
 limit; a false hold, a hold above it. Writes bench/out/capacity_looks.json.
 """
@@ -28,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 OUT = REPO / "bench" / "out"
 
-from chbench.load.capacity import MAX_EXTENSIONS, Budget, CapacityStep, _Looks, parse_slo, samples_to_decide  # noqa: E402
+from chbench.load.capacity import LEANING_EXTENSIONS, Budget, CapacityStep, _Looks, parse_slo, samples_to_decide  # noqa: E402
 from chbench.load.recorder import Stats  # noqa: E402
 
 RATE = 100.0
@@ -49,7 +50,7 @@ def one_step(p: float, rng: np.random.Generator, slos: list[Any], hold_s: float)
     totals = {(0, 0): st}
     t = 0.0
     per_tick = int(RATE * TICK_S)
-    while t < hold_s * (1 + MAX_EXTENSIONS):
+    while t < hold_s * (1 + LEANING_EXTENSIONS):
         t += TICK_S
         errors = int(rng.binomial(per_tick, p))
         st.errors += errors
@@ -72,7 +73,7 @@ def main() -> None:
     hold_s = budget.hold_seconds(RATE, 10.0)
     rng = np.random.default_rng(28)
     res: dict[str, Any] = {"rate_qps": RATE, "hold_s": round(hold_s, 1), "steps": args.steps, "cases": {}}
-    for p in (0.0005, 0.001, 0.002):
+    for p in (0.0005, 0.0007, 0.001, 0.0013, 0.002):
         out = [one_step(p, rng, slos, hold_s) for _ in range(args.steps)]
         row = {v: round(sum(1 for x, _ in out if x == v) / len(out), 4) for v in ("holds", "breaks", "undecided")}
         row["median_s"] = round(statistics.median(t for _, t in out), 1)

@@ -114,3 +114,37 @@ def test_the_bracket_line_names_the_range_the_user_gave():
     assert bracket_line(cap) == "The SLO does not hold at --rate-min 10 QPS: the capacity is below it."
     del cap["rate_min"]
     assert "--rate-min 25 QPS" in bracket_line(cap)
+
+
+def test_an_undecided_step_goes_on_only_while_it_leans_to_hold():
+    """At the third full look an undecided error SLO ends the step (not holding) unless
+    its estimate lies well within the limit; then it goes on, and later looks judge it at
+    the stricter LEANING_CONFIDENCE."""
+    from chbench.load.capacity import LEANING_CONFIDENCE, CapacityStep, _Looks, judge
+    from chbench.load.recorder import Stats
+
+    class Search:
+        slos = [parse_slo("errors<=0.1%")]
+        steps: list = []
+
+        def on_progress(self, p):
+            pass
+
+    def at_third_look(errors: int, n: int) -> _Looks:
+        looks = _Looks(Search(), 100.0, 10.0)  # type: ignore[arg-type]
+        st = Stats()
+        st.errors, st.queries = errors, n - errors
+        for t in (10.0, 20.0):
+            assert not looks.decided({(0, 0): st}, {"due": n, "started": n}, t)
+        looks.decided({(0, 0): st}, {"due": n, "started": n}, 30.0)
+        return looks
+
+    leaning = at_third_look(5, 10_000)  # 0.05%, its 95% interval reaches 0.117%: undecided
+    assert leaning.decided_at is None and leaning.verdict == "undecided"
+    not_leaning = at_third_look(8, 10_000)  # 0.08%: undecided too, and not within 0.6 of the limit
+    assert not_leaning.decided_at == 30.0 and not_leaning.verdict == "undecided"
+    st = Stats()
+    st.errors, st.queries = 8, 16_000
+    strict = judge(Search.slos[0], st, 0, LEANING_CONFIDENCE)
+    assert strict["ci"][1] > judge(Search.slos[0], st, 0)["ci"][1]
+    assert CapacityStep(100.0, st, 60.0, 16_008, 16_008, 0).judged(Search.slos)[0]["verdict"] == "holds"
