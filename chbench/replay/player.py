@@ -87,14 +87,15 @@ class Samples:
         return len(self.index)
 
     def to_json(self) -> dict[str, Any]:
-        with self.lock:
-            return {"index": list(self.index), "hash": list(self.hash_id),
-                    "planned_s": [round(v, 6) for v in self.planned_s],
-                    "lateness_ms": [round(v, 3) for v in self.lateness_ms],
-                    "latency_ms": [round(v, 3) for v in self.latency_ms],
-                    "service_ms": [round(v, 3) for v in self.service_ms],
-                    "error_code": list(self.error_code), "captured_code": list(self.captured_code),
-                    "error_messages": {str(c): m for c, m in sorted(self.errors.items())}}
+        with self.lock:  # copies only (memcpy): the lanes wait for no rounding of a checkpoint
+            index, hash_id, planned, lateness, latency, service, code, captured = (
+                a[:] for a in (self.index, self.hash_id, self.planned_s, self.lateness_ms, self.latency_ms,
+                               self.service_ms, self.error_code, self.captured_code))
+            errors = dict(self.errors)
+        return {"index": index.tolist(), "hash": hash_id.tolist(), "planned_s": [round(v, 6) for v in planned],
+                "lateness_ms": [round(v, 3) for v in lateness], "latency_ms": [round(v, 3) for v in latency],
+                "service_ms": [round(v, 3) for v in service], "error_code": code.tolist(),
+                "captured_code": captured.tolist(), "error_messages": {str(c): m for c, m in sorted(errors.items())}}
 
 
 @dataclass
