@@ -57,7 +57,8 @@ def child(mode: str, url: str) -> dict:
     core, secs = level(concurrency=8, rate=600.0, timelimit=10.0)
     st = core.recorder.swap()[(0, 0)]
     out["open_loop_600"] = {"completed": st.queries, "late": core.counts()["late"],
-                            "p50_ms": round(st.hist.percentile(50), 3), "p99_ms": round(st.hist.percentile(99), 3),
+                            "p50_ms": round(st.hist.percentile(50) or 0.0, 3),
+                            "p99_ms": round(st.hist.percentile(99) or 0.0, 3),
                             "max_ms": round(st.hist.max, 3)}
     core, secs = level(concurrency=4, timelimit=10.0)
     st = core.recorder.swap()[(0, 0)]
