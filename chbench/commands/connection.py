@@ -12,18 +12,22 @@ from chbench.targets import DEFAULT_TARGET, Credentials, Protocol, Target, make_
 from chbench.targets.url import scheme_for
 
 
-def credentials(args: argparse.Namespace) -> Credentials:
-    password = None
-    if args.password_file:
-        password = read_user_file(args.password_file, "password file").decode("utf-8", "replace").rstrip("\r\n")
-    elif args.password is not None:
+def password_from(password_file: str | None, given: str | None = None) -> str | None:
+    """A password file, else a password given on the command line (with a warning),
+    else ``CLICKHOUSE_PASSWORD``, else none."""
+    if password_file:
+        return read_user_file(password_file, "password file").decode("utf-8", "replace").rstrip("\r\n")
+    if given is not None:
         sys.stderr.write(
             "chbench: warning: --password shows in the process list; use CLICKHOUSE_PASSWORD or --password-file\n"
         )
-        password = args.password
-    elif os.environ.get("CLICKHOUSE_PASSWORD") is not None:
-        password = os.environ["CLICKHOUSE_PASSWORD"]
-    return Credentials(user=args.user, password=password, database=args.database, ca_file=args.ca_file)
+        return given
+    return os.environ.get("CLICKHOUSE_PASSWORD")
+
+
+def credentials(args: argparse.Namespace) -> Credentials:
+    return Credentials(user=args.user, password=password_from(args.password_file, args.password),
+                       database=args.database, ca_file=args.ca_file)
 
 
 def named_targets(args: argparse.Namespace) -> list[str]:

@@ -103,14 +103,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def open_from(args: argparse.Namespace) -> Store:
-    from chbench.files import read_user_file
+    from chbench.commands.connection import password_from
     from chbench.history.store import open_store
 
-    password = None
-    if getattr(args, "store_password_file", None):
-        password = read_user_file(args.store_password_file, "password file").decode("utf-8", "replace").rstrip("\r\n")
-    elif os.environ.get("CLICKHOUSE_PASSWORD") is not None:
-        password = os.environ["CLICKHOUSE_PASSWORD"]
+    password = password_from(getattr(args, "store_password_file", None))
     return open_store(getattr(args, "store", None), password=password, ca_file=getattr(args, "store_ca_file", None))
 
 
