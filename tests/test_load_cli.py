@@ -180,6 +180,10 @@ def test_errors_by_code_stop_or_continue(modern, tmp_path):
     stop = run_cli("load", "--port", str(modern.tcp_port), "-q", "SELECT throwIf(1)", "-i", "10", "-d", "0")
     assert stop.code == 1 and "Traceback" not in stop.stderr
     assert "Code: 395" in stop.stderr and "--continue_on_errors" in stop.stderr
+    over_http = run_cli("load", "--target", modern.http_url, "-q", "SELECT throwIf(1)", "-i", "1", "-d", "0")
+    for r in (stop, over_http):  # the last line says the code once, without a dangling "Stack trace:"
+        last = r.stderr.strip().splitlines()[-1]
+        assert last.count("Code: 395") == 1 and "Stack trace" not in last, last
     go_on = run_cli("load", "--port", str(modern.tcp_port), "-q", "SELECT throwIf(1)", "-i", "10", "-d", "0",
                     "--continue_on_errors", "--json", str(tmp_path / "e.json"))
     assert go_on.code == 0, go_on.stderr

@@ -355,7 +355,8 @@ class Lane(threading.Thread):
                 if stop.is_set() and timeout is None:
                     return  # abandoned at the end of the run: not the server's fault
                 feed.failed(self, slot, sent, time.monotonic(), e.code or 0, e.message, False)
-                lanes.failed(f"{target.url}: Code: {e.code}. {e.message}" if e.code else f"{target.url}: {e.message}")
+                said = e.message if not e.code or e.message.startswith("Code:") else f"Code: {e.code}. {e.message}"
+                lanes.failed(f"{target.url}: {said}")  # HTTP's message starts with its code, the native one not always
                 continue
             except ServerLost as e:
                 self.answered += 1

@@ -179,7 +179,7 @@ class Budget:
                           for s, n in self.needs)
         return [f"Capacity search: {needs} per step before it can hold (95% intervals); a step that breaks is "
                 f"stopped as soon as it is certain (99.9%).",
-                f"A closed-loop probe first (1, 2, 4 … {self.lanes} connections, {self.probe_s:g} s at most), then "
+                f"A closed-loop probe first (1, 2, 4 … {self.lanes} connections, {self.probe_s:.3g} s at most), then "
                 f"steps from {START:g}x the most it answered; at most {_duration(self.max_time)} in all (--max-time), "
                 "after which the bracket found so far is the answer."]
 

@@ -290,7 +290,9 @@ def parse_exception_code(text: str) -> int | None:
 
 
 def first_line(text: str, limit: int = 300) -> str:
+    """The first line, without the "Stack trace:" that ends it when the trace follows."""
     line = text.strip().splitlines()[0] if text.strip() else ""
+    line = line.removesuffix("Stack trace:").rstrip()
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
