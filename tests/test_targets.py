@@ -61,7 +61,7 @@ def test_modern_server_targets(modern, scheme):
     with pytest.raises(QueryError) as e:
         t.execute("DROP TABLE IF EXISTS system.one", SETTINGS, f"m-{scheme}-2", 30)
     assert e.value.code == 164
-    assert e.value.message.startswith("Code: 164.") and not e.value.message.endswith("Stack trace:")
+    assert "Stack trace" not in e.value.message  # the first line only, without the trace's heading
     with pytest.raises(QueryError) as e:
         t.execute("SELECT sleep(3)", {**SETTINGS, "max_execution_time": "1"}, f"m-{scheme}-3", 1)
     assert e.value.code == 159
