@@ -99,3 +99,12 @@ def test_html_keeps_exact_values_and_escapes_text():
     assert "pipe | in text" in html and 'data-plot="stub-q1"' in html and "<script>" in html
     md = _render("markdown", _blocks_report())
     assert "pipe \\| in text" in md and "🔴 slower" in md and "stub" not in md  # charts are for HTML
+
+
+def test_an_unbounded_interval_reads_as_one():
+    """Five paired rounds cannot give a 95% signed-rank interval: it is (0, ∞), shown as
+    such, not as '+inf%'."""
+    from chbench.export.numbers import change, interval
+
+    assert interval([0.0, float("inf")]) == "[-100.0%, +∞]"
+    assert change(1.053) == "+5.3%" and interval(None) == "-"

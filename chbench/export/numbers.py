@@ -22,6 +22,8 @@ def change(ratio: float | None) -> str:
     """A ratio B/A as a signed percent change: 1.053 → '+5.3%'."""
     if ratio is None or missing(ratio):
         return DASH
+    if math.isinf(ratio):  # an interval too few runs cannot bound: '[-100.0%, +∞]'
+        return "+∞"
     return f"{(ratio - 1) * 100:+.1f}%"
 
 
