@@ -1,5 +1,7 @@
 """Statistics on synthetic samples with known shifts (no engine needed: pure numbers)."""
 
+import math
+
 import numpy as np
 
 from chbench.stats.compare import Options, SideData, benjamini_hochberg, compare_queries, holm, machine_change
@@ -167,3 +169,19 @@ def test_median_interval_rank_is_scipys_binomial_quantile():
     for conf in (0.95, 0.99):
         for n in [*range(6, 400), 999, 1000, 1500, 2048]:
             assert _median_rank(n, conf) == max(int(sps.binom.ppf((1 - conf) / 2, n, 0.5)) - 1, 0), (n, conf)
+
+
+def test_an_interval_too_few_rounds_cannot_bound_is_valid_json():
+    """Five paired rounds give the interval (0, ∞): the JSON says null for the open end
+    (strict JSON has no Infinity; jq and browsers refuse it)."""
+    import json
+
+    from chbench.stats.paired import Pairs, analyse
+    from chbench.stats.verdict import QueryComparison
+
+    a, b = [10.0, 11.0, 10.5, 10.2, 10.8], [10.1, 11.2, 10.4, 10.3, 10.9]
+    res = analyse(Pairs(np.log(np.array(b) / np.array(a)), np.array([True, False, True, False, True]), 0, 0))
+    assert math.isinf(res.log_hi)
+    row = QueryComparison("q", ratio=1.0, ci=(0.0, math.inf), paired=res)
+    text = json.dumps(row.to_json(), allow_nan=False)
+    assert json.loads(text)["ci"] == [0.0, None] and json.loads(text)["paired"]["ci"][1] is None

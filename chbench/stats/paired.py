@@ -168,10 +168,15 @@ class PairedResult:
     def to_json(self) -> dict[str, object]:
         return {
             "pairs": self.pairs, "ratio": math.exp(self.log_ratio),
-            "ci": [math.exp(self.log_lo), math.exp(self.log_hi)], "p_value": self.p_value,
-            "spread": self.spread, "order_effect": None if self.order_effect is None else math.expm1(
+            "ci": [_finite(math.exp(self.log_lo)), _finite(math.exp(self.log_hi))], "p_value": self.p_value,
+            "spread": _finite(self.spread), "order_effect": None if self.order_effect is None else math.expm1(
                 self.order_effect), "order_p": self.order_p, "unpaired_runs": [self.unpaired_a, self.unpaired_b],
         }
+
+
+def _finite(v: float) -> float | None:
+    """JSON has no infinity: an end no data could bound is null."""
+    return v if math.isfinite(v) else None
 
 
 def order_adjusted(p: Pairs) -> tuple[np.ndarray, float | None, float | None]:

@@ -74,8 +74,13 @@ class Evidence:
         return {k: values[k] for k in keys}
 
 
-def _pair(ci: tuple[float, float] | None) -> list[float] | None:
-    return None if ci is None else [float(ci[0]), float(ci[1])]
+def _pair(ci: tuple[float, float] | None) -> list[float | None] | None:
+    """An interval for JSON: an end no data could bound (too few rounds) is null."""
+    return None if ci is None else [_end(ci[0]), _end(ci[1])]
+
+
+def _end(v: float) -> float | None:
+    return float(v) if math.isfinite(v) else None
 
 
 @dataclass
