@@ -63,6 +63,21 @@ def test_lanes_needed_from_captured_timing() -> None:
     assert lanes_needed([0.0, 1.0, 2.0], [100, 100, 100], 4.0) == 1
 
 
+def test_a_target_that_fell_behind_is_said_in_words() -> None:
+    """More than a tenth of the queries late: the report says the pace was not held (as
+    at 4x a captured load test on this machine: 8,916 of 9,054 late, p50 3 s)."""
+    from chbench.report.replay import behind_lines
+    from chbench.results.replay import ReplayDocument
+
+    def doc(late: int) -> ReplayDocument:
+        sch = {"sent": 9054, "late": late, "lateness_ms": {"p50": 3009.8}, "connections": 320}
+        return ReplayDocument(options={"speed": 4.0}, targets=[{"id": "A", "schedule": sch}])
+
+    line, = behind_lines(doc(8916))
+    assert line.startswith("A fell behind at 4× the captured pace: 8,916 of 9,054") and "p50 3,010 ms" in line
+    assert behind_lines(doc(900)) == []  # 9.9% late: no line
+
+
 def test_suite_is_a_queries_file(tmp_path: Path) -> None:
     by_hash = {"1": [10, 5000, "SELECT count() FROM t WHERE x = 1", "db", {"max_threads": "2", "readonly": "2"}, 0],
                "2": [100, 300, "SELECT 2", None, {}, 0], "3": [1, 9000, None, None, {}, 1]}

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from chbench.export.numbers import num
 from chbench.export.sections import Cell, Charts, Column, Section, Table, Text
 from chbench.report.charts import chart, key
 from chbench.results.replay import ReplayDocument
@@ -51,6 +52,26 @@ def _hash_table(doc: ReplayDocument) -> Table:
     return table
 
 
+BEHIND = 0.1  # more than this share of the queries started late: the target did not keep up
+
+
+def behind_lines(doc: ReplayDocument) -> list[str]:
+    """A target that could not keep up with the captured pace, said in words: its
+    latencies then describe an overloaded target, not the workload as captured."""
+    speed = doc.options.get("speed", 1)
+    out = []
+    for t in doc.targets:
+        sch = t.get("schedule") or {}
+        sent, late = sch.get("sent") or 0, sch.get("late") or 0
+        if sent and late / sent > BEHIND:
+            p50 = (sch.get("lateness_ms") or {}).get("p50")
+            out.append(f"{t['id']} fell behind at {speed:g}× the captured pace: {late:,} of {sent:,} queries "
+                       f"started late (lateness p50 {num(p50, ',.0f')} ms, {sch.get('connections', 0):,} connections "
+                       "open). The target, or this machine sending to it, could not hold that pace: its latencies "
+                       "are those of an overloaded system; a lower --speed measures it at a pace it holds.")
+    return out
+
+
 def replay_section(path: str, doc: ReplayDocument, charts: bool = True) -> Section:
     targets = "; ".join(f"{t['id']}: {t.get('label') or t.get('url')} ({t.get('server_version')})"
                         for t in doc.targets)
@@ -60,6 +81,8 @@ def replay_section(path: str, doc: ReplayDocument, charts: bool = True) -> Secti
              f"{opts.get('mode', 'open')} mode" + (f", targets {opts.get('order')}" if len(doc.targets) > 1 else "")
              + ("; read-only" if opts.get("read_only", True) else "; writes allowed")),
         Text(schedule_line(doc.schedule), kind="summary")]
+    if opts.get("mode", "open") == "open":
+        blocks += [Text(line, kind="summary") for line in behind_lines(doc)]
     if doc.skipped:
         blocks.append(Text("Not replayed: " + ", ".join(f"{n:,} {r}" for r, n in doc.skipped.items()) + "."))
     for t in doc.targets:
@@ -71,8 +94,9 @@ def replay_section(path: str, doc: ReplayDocument, charts: bool = True) -> Secti
         counts = ", ".join(f"{n} {v}" for v, n in summary["verdicts"].items() if n)
         text = f"Per normalized query, B against A: {counts}"
         if geo.get("ratio"):
-            text += (f"; geometric mean of the ratios {geo['ratio']:.3f} [{geo['ci'][0]:.3f}, {geo['ci'][1]:.3f}]"
-                     if geo.get("ci") else f"; geometric mean of the ratios {geo['ratio']:.3f}")
+            ci = geo.get("ci") or [None, None]
+            text += f"; geometric mean of the ratios {geo['ratio']:.3f}" + (
+                f" [{ci[0]:.3f}, {ci[1]:.3f}]" if None not in ci else "")
         blocks.append(Text(text + ".", kind="summary"))
     one_sided = [r for r in doc.by_hash if r.get("errors_on_one_side")]
     if one_sided:
