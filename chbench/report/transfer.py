@@ -62,8 +62,18 @@ def read_table(r: dict[str, Any]) -> tuple[Table, list[str]]:
               e.get("peak_rss_mb"), e.get("rss_growth_mb"), status)
     for c in r.get("ceilings", []):
         t.add(c["name"], c["rows_per_s"], c.get("mb_per_s"), c["seconds"], None, None, None, c["what"])
-    return t, ["MB/s: the result's Native size per second. Ceilings: the engine's own speed (FORMAT Null) and the "
-               "Native bytes drained from the socket without decoding."]
+    notes = ["MB/s: the result's Native size per second. Ceilings: the engine's own speed (FORMAT Null) and the "
+             "Native bytes drained from the socket without decoding."]
+    short = [c for c in r.get("ceilings", []) if c["seconds"] < SHORT_S]
+    if short:
+        notes.append(f"Too short to rank: a ceiling took {min(c['seconds'] for c in short):.3f} s, where fixed "
+                     "costs (the query's start, the first block) weigh as much as the transfer; a path beyond 100% "
+                     "of it says the sample is too small, not that it beats the wire. Read more --rows "
+                     "(or --repeat).")
+    return t, notes
+
+
+SHORT_S = 0.25  # a ceiling shorter than this: seen at 200,000 rows, paths at 105-269% of it
 
 
 def transfer_section(doc: TransferDocument, path: str = "", charts: bool = True) -> Section:
