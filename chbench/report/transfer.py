@@ -24,11 +24,22 @@ READ_COLUMNS = [Column("path", align="left", key="name"), Column("rows/s", ",.0f
 
 
 def _status(e: dict[str, Any]) -> Cell:
+    """A path's status; a skipped one's reason goes under the table (``skipped_notes``)."""
     status = str(e.get("status", "?"))
     if status == "ok":
         return Cell("ok")
     why = e.get("reason") or e.get("error") or ""
-    return Cell(f"{status}: {why}" if why else status, style=status)
+    return Cell(f"{status}: {why}" if why and status != "skipped" else status, style=status)
+
+
+def skipped_notes(paths: list[dict[str, Any]]) -> list[str]:
+    """One line per reason paths were skipped, naming them (a reason in every row made
+    the table three times as tall)."""
+    by_reason: dict[str, list[str]] = {}
+    for e in paths:
+        if e.get("status") == "skipped":
+            by_reason.setdefault(str(e.get("reason") or "no reason given"), []).append(e["name"])
+    return [f"Skipped {', '.join(names)}: {why}." for why, names in by_reason.items()]
 
 
 def ingest_table(r: dict[str, Any]) -> tuple[Table, list[str]]:
@@ -42,7 +53,7 @@ def ingest_table(r: dict[str, Any]) -> tuple[Table, list[str]]:
     if c:
         t.add("server ceiling", "INSERT … SELECT", c["rows_per_s"], None, c["seconds"], None, None, None, None,
               c["row_count"], c["checksum"], "server alone")
-    notes = []
+    notes = skipped_notes(r["paths"])
     f = r.get("fastest")
     if f and f.get("of_ceiling"):
         notes.append(f"Fastest path: {f['name']}, {f['of_ceiling']:.0%} of the server's own INSERT … SELECT rate.")
@@ -62,8 +73,8 @@ def read_table(r: dict[str, Any]) -> tuple[Table, list[str]]:
               e.get("peak_rss_mb"), e.get("rss_growth_mb"), status)
     for c in r.get("ceilings", []):
         t.add(c["name"], c["rows_per_s"], c.get("mb_per_s"), c["seconds"], None, None, None, c["what"])
-    notes = ["MB/s: the result's Native size per second. Ceilings: the engine's own speed (FORMAT Null) and the "
-             "Native bytes drained from the socket without decoding."]
+    notes = [*skipped_notes(r["paths"]), "MB/s: the result's Native size per second. Ceilings: the engine's own "
+             "speed (FORMAT Null) and the Native bytes drained from the socket without decoding."]
     short = [c for c in r.get("ceilings", []) if c["seconds"] < SHORT_S]
     if short:
         notes.append(f"Too short to rank: a ceiling took {min(c['seconds'] for c in short):.3f} s, where fixed "
