@@ -27,6 +27,9 @@ class SidePlan:
         return self.workload.query(name)
 
 
+# the fewest paired rounds whose signed-rank 95% interval exists (stats/paired.py: with 5
+# even T = 0 has probability 1/32)
+MIN_PAIRED_ROUNDS = 6
 SIDE_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # at most 26 sides in one run
 
 
@@ -79,6 +82,17 @@ class Plan:
     @property
     def side_by_side(self) -> bool:
         return len(self.sides) > 1
+
+    def rounds_warning(self) -> str | None:
+        """Side by side with fixed iterations too few for any verdict: said before the run
+        (seen: 'upgrade 24.8 26.9 --iterations 5' ended 'nothing slower' with one query 1.9x
+        slower, every query unstable)."""
+        rounds = (self.iterations or 0) * self.sessions
+        if not self.side_by_side or self.iterations is None or rounds >= MIN_PAIRED_ROUNDS:
+            return None
+        return (f"{rounds} rounds: a side-by-side speed verdict needs {MIN_PAIRED_ROUNDS} or more (below that no "
+                "95% paired interval exists), so every query that runs will be 'unstable'; give --iterations "
+                f"{MIN_PAIRED_ROUNDS} or more")
 
     def query_names(self) -> list[str]:
         """Every query name, in the order of side A, then those only B has."""

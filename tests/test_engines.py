@@ -296,6 +296,11 @@ def test_upgrade_aa_answers_equal(tmp_path):
     assert not any(p["changed"] for p in doc["checks"]["plans"].values())
     assert doc["checks"]["settings"]["changed_defaults"] == []
     assert r.code in (0, 1), r.stderr  # speed verdicts of a short run may flag; answers never differ
+    # 3 rounds decide no speed: said before the run, and not summed up as "nothing slower"
+    assert "chbench: warning: 3 rounds: a side-by-side speed verdict needs 6 or more" in r.stderr
+    assert "3 rounds: a side-by-side" in doc["meta"]["notes"][0]
+    if r.code == 0:
+        assert "queries unstable (not decided" in r.stderr.strip().splitlines()[-1], r.stderr
 
 
 def test_upgrade_clickbench_builds_equal_data(tmp_path, old_engine):

@@ -135,5 +135,11 @@ def _verdict(args: argparse.Namespace, out: str, outcome: RunOutcome) -> int:
     if bad:
         sys.stderr.write(f"chbench: upgrade: {', '.join(f'{v} {k}' for k, v in bad.items())} — {where}\n")
         return EXIT_FINDING
+    unstable = verdicts.get("unstable", 0)
+    if unstable:  # not decided is not "nothing slower": say how many could not be judged
+        sys.stderr.write(f"chbench: upgrade: nothing shown slower, but {unstable} of {sum(verdicts.values())} "
+                         "queries unstable (not decided: more --iterations narrow them); answers equal, nothing "
+                         f"fails on NEW only — {where}\n")
+        return EXIT_OK
     sys.stderr.write(f"chbench: upgrade: nothing slower, answers equal, nothing fails on NEW only — {where}\n")
     return EXIT_OK

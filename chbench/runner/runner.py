@@ -175,6 +175,10 @@ class Runner:
         return sample
 
     def run(self) -> RunOutcome:
+        warning = self.plan.rounds_warning()
+        if warning:  # before connecting: the user can stop and rerun at once
+            self.observer.problem(f"chbench: warning: {warning}")
+            self.doc.meta.extra.setdefault("notes", []).append(warning)
         self._connect()
         self.doc.targets = [self._target_entry(side) for side in self.plan.sides]
         states = self._states()
