@@ -78,6 +78,7 @@ class Plan:
     sessions: int = 1  # measured sessions in one file (fresh connections, a pause between)
     session_gap: float = 5.0  # seconds between sessions
     max_threads: int | None = None
+    more_to_come: bool = False  # bisect: further runs add rounds, judged together (no warning of too few)
 
     @property
     def side_by_side(self) -> bool:
@@ -88,7 +89,7 @@ class Plan:
         (seen: 'upgrade 24.8 26.9 --iterations 5' ended 'nothing slower' with one query 1.9x
         slower, every query unstable)."""
         rounds = (self.iterations or 0) * self.sessions
-        if not self.side_by_side or self.iterations is None or rounds >= MIN_PAIRED_ROUNDS:
+        if not self.side_by_side or self.iterations is None or rounds >= MIN_PAIRED_ROUNDS or self.more_to_come:
             return None
         return (f"{rounds} rounds: a side-by-side speed verdict needs {MIN_PAIRED_ROUNDS} or more (below that no "
                 "95% paired interval exists), so every query that runs will be 'unstable'; give --iterations "

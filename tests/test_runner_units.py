@@ -328,3 +328,24 @@ def test_a_machine_that_never_gets_quiet_sample_by_sample(monkeypatch):
     assert record["never_quiet"] and record["spent_s"] >= 0.02 and record["samples"] == 4
     q = outcome.doc.queries[0]
     assert len(q.measured("A")) == 4 and all(s.others_cores == 1.0 for s in q.samples if not s.warmup)
+
+
+def test_too_few_rounds_for_a_side_by_side_verdict_is_said_first():
+    t = FakeTarget(lambda call: 10.0)
+    two = ((t, _workload("q"), {}), (t, _workload("q"), {"max_threads": "1"}))
+    assert "5 rounds: a side-by-side speed verdict needs 6" in (_plan(*two, iterations=5).rounds_warning() or "")
+    assert _plan(*two, iterations=3, sessions=2).rounds_warning() is None  # 6 rounds over two sessions
+    assert _plan(*two, iterations=None).rounds_warning() is None  # adaptive: it runs until decided
+    assert _plan(*two, iterations=2, more_to_come=True).rounds_warning() is None  # bisect adds rounds
+    assert _plan(two[0], iterations=2).rounds_warning() is None  # one side: no verdict to reach
+
+    class Lines(Progress):
+        def __init__(self) -> None:
+            self.lines: list[str] = []
+
+        def problem(self, line: str) -> None:
+            self.lines.append(line)
+
+    shown = Lines()
+    run_plan(_plan(*two, iterations=2), None, shown)
+    assert shown.lines[0].startswith("chbench: warning: 2 rounds")

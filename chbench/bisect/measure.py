@@ -53,7 +53,7 @@ class Measurer:
         sides = [SidePlan(sid, self.target(i), timed, dict(self.settings),
                           label=f"ClickHouse {self.versions[i]}") for sid, i in (("A", old), ("B", new))]
         plan = Plan(sides=sides, warmup=self.warmup, iterations=rounds, timeout=self.timeout, calibration=False,
-                    probes=False, explain=False)
+                    probes=False, explain=False, more_to_come=True)
         outcome = run_plan(plan, None, make_progress(True))
         self.runs.append({"old": self.versions[old], "new": self.versions[new], "run": outcome.doc.to_json()})
         self.on_run()
