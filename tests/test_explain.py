@@ -84,6 +84,8 @@ def test_no_explain_collects_nothing_and_explain_says_why(modern, tmp_path):
     assert "explain" not in doc["meta"] and all("profile" not in s for s in doc["queries"][0]["samples"])
     j = run_cli("explain", str(out), "--query", doc["queries"][0]["name"], "--format", "json").json()
     assert "no server profiles" in j["sides"]["A"]["notes"][0]
+    text = run_cli("explain", str(out), "--query", doc["queries"][0]["name"]).stdout
+    assert "Nothing to explain" in text and "No query slower or faster" not in text  # asked for: no evidence
 
 
 def test_a_server_without_operator_times_gives_counters_and_says_so(tmp_path):

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
                          **({"why": whys[r.name].to_json()} if r.name in whys and (r.verdict in FLAGGED or args.query)
                             else {})}
                         for r in rows]}
-    section = explain_section(cmp, whys, charts=args.format == "html", info=info, top=args.top)
+    section = explain_section(cmp, whys, charts=args.format == "html", info=info, top=args.top, asked=args.query)
     section.title = f"chbench explain: {cmp.doc.a_label} → {cmp.doc.b_label}"
     text = get_exporter(args.format).render(Report("", [section], args.files, data=data))
     if args.output:

@@ -123,15 +123,18 @@ def stacks_lines(info: dict[str, Any]) -> list[Text]:
 
 
 def explain_section(cmp: Comparison, whys: dict[str, Why], charts: bool, info: dict[str, Any],
-                    top: int = TOP) -> Section:
+                    top: int = TOP, asked: list[str] | None = None) -> Section:
     blocks: list[Block] = [Text(f"A = {cmp.doc.a_label}"), Text(f"B = {cmp.doc.b_label}")]
     for side, what in sorted(info.items()):
         for note in what.get("notes") or []:
             blocks.append(Text(f"Side {side}: {note}", "summary"))
     if charts:  # the flame graphs are the HTML report's: there, say where they are missing
         blocks += stacks_lines(info)
-    if not whys:
-        blocks.append(Text("No query changed: nothing to explain (chbench explain --query NAME explains one "
-                           "anyway).", "summary"))
+    if not whys and asked:  # asked for by name: what is missing is the evidence, not a change
+        blocks.append(Text(f"Nothing to explain {', '.join(asked)} with: neither side kept its counters or "
+                           "operator times (see the notes above).", "summary"))
+    elif not whys:
+        blocks.append(Text("No query slower or faster: nothing to explain (chbench explain --query NAME explains "
+                           "one anyway).", "summary"))
     blocks += explain_blocks(cmp, whys, charts, top)
     return Section("Why", "explain", blocks)
