@@ -75,6 +75,21 @@ def test_missing_results_count_as_twice_the_slowest_or_300_s(tmp_path):
     assert md.code == 0 and "| entry | cold score |" in md.stdout and "| Q4 |" in md.stdout
 
 
+@needs_shared
+def test_an_entry_with_two_tries_is_said_to_have_no_hot_time(tmp_path):
+    doc = json.loads(CHDB.read_text())
+    doc["result"] = [row[:2] for row in doc["result"]]  # 'clickbench run --tries 2'
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps(doc))
+    out = run_cli("clickbench", "compare", str(CLICKHOUSE), str(two), "--format", "json").json()
+    assert out["notes"] == [f"{two}: 2 tries per query; ClickBench's hot time is the better of tries 2 and 3, so "
+                            "this entry's hot results count as missing (run it with --tries 3)"]
+    assert out["queries"][0]["entries"][1]["hot_s"] is None
+    text = run_cli("clickbench", "compare", str(CLICKHOUSE), str(two)).stdout
+    assert "Note: " in text and "2 tries per query" in " ".join(text.split())
+    assert run_cli("clickbench", "compare", str(CLICKHOUSE), str(CHDB), "--format", "json").json()["notes"] == []
+
+
 @pytest.mark.parametrize(
     "content,needle",
     [

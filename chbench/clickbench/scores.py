@@ -91,4 +91,17 @@ def score(entries: list[ClickBenchEntry]) -> dict[str, Any]:
         scores.append({"system": e.system, "machine": e.machine, "file": e.path, "cold": cold_score,
                        "hot": hot_score, "combined": combined, "load_time": e.load_time, "data_size": e.data_size,
                        "failed_tries": sum(t is None for row in e.result for t in row)})
-    return {"scores": scores, "queries": queries}
+    return {"scores": scores, "queries": queries, "notes": _too_few_tries(entries)}
+
+
+def _too_few_tries(entries: list[ClickBenchEntry]) -> list[str]:
+    """Entries run with fewer than ClickBench's three tries have no hot time (the better of
+    tries 2 and 3): their hot results count as missing, and the reader should know why
+    (seen: 'clickbench run --tries 2' scored 6,741 hot against 1.00)."""
+    out = []
+    for e in entries:
+        tries = max((len(row) for row in e.result), default=0)
+        if tries < 3:
+            out.append(f"{e.path}: {tries} tries per query; ClickBench's hot time is the better of tries 2 and 3, "
+                       "so this entry's hot results count as missing (run it with --tries 3)")
+    return out

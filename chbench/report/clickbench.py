@@ -50,7 +50,7 @@ def scores_section(doc: dict[str, Any], charts: bool = True) -> Section:
         per_query.add(_query(q["query"]), *(v for e in q["entries"] for v in (e["cold_s"], e["hot_s"],
                                                                                e["hot_ratio"])),
                       key=("data-query", str(q["query"] - 1)))
-    blocks: list[Any] = [Text(SCORING), scores]
+    blocks: list[Any] = [Text(SCORING), *(Text(f"Note: {n}", "summary") for n in doc.get("notes") or []), scores]
     if charts:
         blocks.append(Charts([chart("clickbench-times", "clickbench_times", labels, doc["queries"]),
                               chart("clickbench-ratios", "clickbench_ratios", labels, doc["queries"])]))
