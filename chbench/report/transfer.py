@@ -64,6 +64,9 @@ def ingest_table(r: dict[str, Any]) -> tuple[Table, list[str]]:
     return t, notes
 
 
+SHORT_S = 0.25  # a ceiling shorter than this is too short to rank by: at 200,000 rows, paths at 105-269% of it
+
+
 def read_table(r: dict[str, Any]) -> tuple[Table, list[str]]:
     t = Table(READ_COLUMNS)
     for e in r["paths"]:
@@ -82,9 +85,6 @@ def read_table(r: dict[str, Any]) -> tuple[Table, list[str]]:
                      "of it says the sample is too small, not that it beats the wire. Read more --rows "
                      "(or --repeat).")
     return t, notes
-
-
-SHORT_S = 0.25  # a ceiling shorter than this: seen at 200,000 rows, paths at 105-269% of it
 
 
 def transfer_section(doc: TransferDocument, path: str = "", charts: bool = True) -> Section:

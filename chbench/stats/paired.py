@@ -168,15 +168,16 @@ class PairedResult:
     def to_json(self) -> dict[str, object]:
         return {
             "pairs": self.pairs, "ratio": math.exp(self.log_ratio),
-            "ci": [_finite(math.exp(self.log_lo)), _finite(math.exp(self.log_hi))], "p_value": self.p_value,
-            "spread": _finite(self.spread), "order_effect": None if self.order_effect is None else math.expm1(
-                self.order_effect), "order_p": self.order_p, "unpaired_runs": [self.unpaired_a, self.unpaired_b],
+            "ci": [finite_or_none(math.exp(self.log_lo)), finite_or_none(math.exp(self.log_hi))],
+            "p_value": self.p_value, "spread": finite_or_none(self.spread),
+            "order_effect": None if self.order_effect is None else math.expm1(self.order_effect),
+            "order_p": self.order_p, "unpaired_runs": [self.unpaired_a, self.unpaired_b],
         }
 
 
-def _finite(v: float) -> float | None:
-    """JSON has no infinity: an end no data could bound is null."""
-    return v if math.isfinite(v) else None
+def finite_or_none(v: float) -> float | None:
+    """For JSON, which has no infinity: an interval's end no data could bound is null."""
+    return float(v) if math.isfinite(v) else None
 
 
 def order_adjusted(p: Pairs) -> tuple[np.ndarray, float | None, float | None]:

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from chbench.stats.paired import PairedResult
+from chbench.stats.paired import PairedResult, finite_or_none
 
 SLOWER, FASTER, NO_CHANGE, UNSTABLE = "slower", "faster", "no change", "unstable"
 ONLY_IN_A, ONLY_IN_B, FAILED, FAILS_ON_B, SKIPPED = "only in A", "only in B", "failed", "fails on B only", "skipped"
@@ -76,11 +76,7 @@ class Evidence:
 
 def _pair(ci: tuple[float, float] | None) -> list[float | None] | None:
     """An interval for JSON: an end no data could bound (too few rounds) is null."""
-    return None if ci is None else [_end(ci[0]), _end(ci[1])]
-
-
-def _end(v: float) -> float | None:
-    return float(v) if math.isfinite(v) else None
+    return None if ci is None else [finite_or_none(ci[0]), finite_or_none(ci[1])]
 
 
 @dataclass
