@@ -338,6 +338,11 @@ def test_too_few_rounds_for_a_side_by_side_verdict_is_said_first():
     assert _plan(*two, iterations=None).rounds_warning() is None  # adaptive: it runs until decided
     assert _plan(*two, iterations=2, more_to_come=True).rounds_warning() is None  # bisect adds rounds
     assert _plan(two[0], iterations=2).rounds_warning() is None  # one side: no verdict to reach
+    assert _plan(*two, iterations=6).rounds_warning() is None  # one query: 2/2^6 < 0.05
+    ten = _workload(*(f"q{i}" for i in range(10)))
+    eight = _plan((t, ten, {}), (t, ten, {"max_threads": "1"}), iterations=8).rounds_warning() or ""
+    assert "8 rounds: no query can be shown slower or faster" in eight and "takes 9 rounds" in eight
+    assert _plan((t, ten, {}), (t, ten, {"max_threads": "1"}), iterations=9).rounds_warning() is None
 
     class Lines(Progress):
         def __init__(self) -> None:

@@ -205,3 +205,25 @@ def test_simulated_false_alarms_separate_runs():
     assert aa["rate"] <= 0.02
     bursts = false_alarms(replace(NoiseModel(), burst_rate=0.4), "separate", docs=100)
     assert bursts["rate"] <= 0.02
+
+
+def test_a_large_change_not_shown_after_correction_is_not_no_change():
+    """Six paired rounds of ten queries: q0 is +30% in every round, a narrow interval,
+    but 6 rounds cannot pass Holm over 10 queries (2/2^6 = 0.031 > 0.005). It was called
+    'no change'; it is 'unstable', and says why."""
+    import random
+
+    rng = random.Random(5)
+    a, b = {}, {}
+    for q in range(10):
+        base = [100.0 * (1 + rng.uniform(-0.02, 0.02)) for _ in range(6)]
+        keys = [(0, r) for r in range(6)]
+        a[f"q{q}"] = SideData(times=base, keys=keys)
+        b[f"q{q}"] = SideData(times=[t * (1.3 if q == 0 else 1.0) * (1 + rng.uniform(-0.01, 0.01)) for t in base],
+                              keys=keys)
+    res = compare_queries(list(a), a, b, Options(paired=True))
+    q0 = res.queries[0]
+    assert q0.ci[0] > 1.2 and q0.p_adjusted >= 0.05
+    assert q0.verdict == "unstable" and q0.reason == "beyond ±5% but not shown (paired)"
+    assert "not significant once corrected" in q0.reasons[0]
+    assert all(q.verdict == "no change" for q in res.queries[1:])

@@ -466,6 +466,10 @@ def _verdicts(rows: list[QueryComparison], tested: list[int], opts: Options, wid
             row.reasons.append(f"moved {ratio - 1:+.1%} against the rest while the machine itself moved all "
                                f"queries by {math.expm1(machine_step):.1%}: not told apart from the machine's "
                                f"uneven effect (needs beyond ±{eff_thr:.0%})")
+        elif abs(math.log(ratio)) >= math.log1p(eff_thr):  # a change this large, not shown, is not "no change"
+            row.verdict = UNSTABLE  # (seen: +31.0% [+26.9%, +34.6%] over 6 rounds, p adj. 0.31, said "no change")
+            row.reasons.append(f"{ratio - 1:+.1%}, but not significant once corrected for the other queries "
+                               f"(p adj. {p_adj:.2g}): more rounds decide it")
         else:
             row.verdict = NO_CHANGE
         row.reasoning = _why(row, significant, own, eff_thr)
@@ -544,6 +548,8 @@ def short_reason(row: QueryComparison, thr: float, eff_thr: float) -> str:
             return "bimodal run times"
         if "uneven effect" in text:
             return "moved unlike the rest on a busier machine"
+        if "once corrected" in text:
+            return f"beyond ±{thr:.0%} but not shown ({how})"  # the p adj. column says by how much
         return f"noise ±{math.expm1(half):.0%} > ±{thr:.0%} ({how})"
     if row.p_adjusted is not None and row.p_adjusted < 0.05 and row.ci and (row.ci[0] > 1 or row.ci[1] < 1):
         return f"real but within ±{eff_thr:.0%} ({how})"
