@@ -38,6 +38,8 @@ def rounds_to_show_a_change(tests: int, alpha: float = 0.05) -> int:
     same way) passes Holm's first step over ``tests`` tests, alpha / tests (stats/compare.py;
     N sides: split across the compared pairs too). One test: 6; ten queries: 9."""
     return max(MIN_PAIRED_ROUNDS, math.ceil(1 + math.log2(tests / alpha) - 1e-9))
+
+
 SIDE_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # at most 26 sides in one run
 
 
