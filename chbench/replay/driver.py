@@ -82,9 +82,10 @@ class ReplayPlan:
     def replayed(self) -> int:
         return self.lines - sum(self.skipped.values())
 
-    @property
-    def first_t(self) -> float:
-        return self.offsets[0] if self.offsets else 0.0
+    def clock_start(self, keep_idle_start: bool) -> float:
+        """The captured time the replay's clock starts at: the first query, unless
+        --keep-idle-start (a window that began quiet would otherwise be waited out)."""
+        return 0.0 if keep_idle_start or not self.offsets else self.offsets[0]
 
 
 def plan(opts: ReplayOptions) -> ReplayPlan:
@@ -173,7 +174,7 @@ def new_document(opts: ReplayOptions, p: ReplayPlan, sides: list[ReplaySide], pr
         options={"speed": opts.speed, "mode": "sequential" if opts.sequential else "open",
                  "order": opts.order, "allow_writes": opts.allow_writes, "read_only": not opts.allow_writes,
                  "check_answers": opts.check_answers, "timeout": opts.timeout, "query_id_prefix": prefix,
-                 "late_threshold_ms": LATE_MS, "clock_starts_at_t": 0.0 if opts.keep_idle_start else p.first_t},
+                 "late_threshold_ms": LATE_MS, "clock_starts_at_t": p.clock_start(opts.keep_idle_start)},
         targets=[{"id": s.id, "url": s.target.url, "label": s.target.label, "kind": s.target.kind,
                   "server_version": s.version, "settings_not_sent": s.unknown, "notes": s.notes} for s in sides],
         skipped=dict(sorted(p.skipped.items())), hashes=hashes)
@@ -213,9 +214,8 @@ def _play(opts: ReplayOptions, p: ReplayPlan, sides: list[ReplaySide], prefix: s
                                          lanes_needed(p.offsets, [d * SLOWDOWN for d in p.durations], opts.speed)
                                          + SPARE_LANES)
     databases = sorted(p.databases, key=lambda d: d or "")[:8]
-    # the clock starts at the first query unless --keep-idle-start (a window that began
-    # quiet would otherwise be waited out)
-    offsets = [t - (0.0 if opts.keep_idle_start else p.first_t) for t in p.offsets]
+    start = p.clock_start(opts.keep_idle_start)
+    offsets = [t - start for t in p.offsets]
     schedule: Schedule = ClosedLoop() if opts.sequential else CapturedOffsets(offsets, opts.speed)
     for group in [sides] if opts.order == "parallel" else [[s] for s in sides]:
         for s in group:
