@@ -238,6 +238,12 @@ def test_history_cli_bad_input(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("history", "show", "nope", "--store", store))
     r = run_cli("history", "check", "--since", "yesterday-ish", "--store", store)
     assert r.code == 2 and "Traceback" not in r.stderr
+    # a command that reads never makes a store: a mistyped path is not an empty, passing gate
+    typo = tmp_path / "hstory.sqlite"
+    for action in ("check", "export", "list"):
+        r = run_cli("history", action, "--store", str(typo))
+        assert_one_line_error(r)
+        assert "no history at" in r.stderr and not typo.exists()
 
 
 def test_run_adds_itself_to_the_history_on_the_embedded_engine(tmp_path: Path) -> None:

@@ -102,12 +102,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--threshold", type=percent, default=0.02, help="least change shown (default 2%%)")
 
 
-def open_from(args: argparse.Namespace) -> Store:
+def open_from(args: argparse.Namespace, create: bool = False) -> Store:
     from chbench.commands.connection import password_from
     from chbench.history.store import open_store
 
     password = password_from(getattr(args, "store_password_file", None))
-    return open_store(getattr(args, "store", None), password=password, ca_file=getattr(args, "store_ca_file", None))
+    return open_store(getattr(args, "store", None), password=password, ca_file=getattr(args, "store_ca_file", None),
+                      create=create)
 
 
 def add_files(files: list[str], labels: dict[str, str], store: Store, side: str | None = None) -> list[str]:
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         for f in args.files:
             if not os.path.isfile(f):
                 raise UsageError(f"{f}: no such file")
-    store = open_from(args)
+    store = open_from(args, create=args.action == "add")
     try:
         return ACTIONS[args.action](args, store)
     finally:

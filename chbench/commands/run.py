@@ -224,7 +224,7 @@ def _keep(args: argparse.Namespace, out: str, status: str, sides: int) -> None:
         return
     try:
         store = open_from(argparse.Namespace(store=args.history or None, store_password_file=None,
-                                             store_ca_file=args.ca_file))
+                                             store_ca_file=args.ca_file), create=True)
         try:
             added = add_files([out], dict(args.label), store)
         finally:

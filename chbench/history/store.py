@@ -66,8 +66,10 @@ def default_location() -> Path:
     return Path(base) / "chbench" / "history.sqlite"
 
 
-def open_store(url: str | None, password: str | None = None, ca_file: str | None = None) -> Store:
-    """The store ``url`` names (None: the local default)."""
+def open_store(url: str | None, password: str | None = None, ca_file: str | None = None,
+               create: bool = True) -> Store:
+    """The store ``url`` names (None: the local default); a local one that is not there
+    yet is made only when ``create`` (adding runs), never by a command that reads."""
     scheme = url.split("://", 1)[0].lower() if url and "://" in url else ""
     if scheme in BACKENDS:
         module, _, name = BACKENDS[scheme].partition(":")
@@ -83,6 +85,11 @@ def open_store(url: str | None, password: str | None = None, ca_file: str | None
     path = Path(url.split("://", 1)[1]) if scheme == "file" and url else Path(url) if url else default_location()
     if path.is_dir():
         path = path / "history.sqlite"
+    if not create and not path.exists():
+        from chbench.errors import UsageError
+
+        raise UsageError(f"no history at {path}: runs are added by 'chbench history add FILE…' or "
+                         "'chbench run … --history'")
     return LocalStore(path)
 
 
