@@ -99,7 +99,7 @@ def simulate(levels: list[float], pairs: np.ndarray, seed: int) -> Any:
     from chbench.workload import Query, Workload
 
     rng = np.random.default_rng(seed)
-    state = {"pair": (0.0, 0.0), "calls": 0}
+    state: dict[str, Any] = {"pair": (0.0, 0.0), "calls": 0}
 
     def target(version: str) -> FakeTarget:
         level = levels[int(version)]
@@ -124,7 +124,7 @@ def part_sim(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"noise_rounds": len(pairs), "noise_ratio_spread": float(1.4826 * np.median(np.abs(
         d - np.median(d))))}
     rng = np.random.default_rng(2026)
-    one = {"found": 0, "comparisons": [], "seeds": 20}
+    one: dict[str, Any] = {"found": 0, "comparisons": [], "seeds": 20}
     for seed in range(20):
         k = int(rng.integers(1, 64))
         levels = [1.0 if i < k else 1.05 for i in range(64)]
@@ -134,7 +134,7 @@ def part_sim(args: argparse.Namespace) -> dict[str, Any]:
     one["mean_comparisons"] = statistics.mean(one["comparisons"])
     out["one_step"] = one
     for name, signs in (("two_steps", (1.05, 1.05)), ("two_steps_opposite", (1.05, 1 / 1.05))):
-        two = {"said_several": 0, "both_exact": 0, "comparisons": [], "seeds": 20}
+        two: dict[str, Any] = {"said_several": 0, "both_exact": 0, "comparisons": [], "seeds": 20}
         for seed in range(20):
             k1, k2 = sorted(int(x) for x in rng.choice(np.arange(1, 64), 2, replace=False))
             levels = [(signs[0] if i >= k1 else 1.0) * (signs[1] if i >= k2 else 1.0) for i in range(64)]

@@ -38,7 +38,8 @@ TICK_S = 0.2
 
 class _Search:
     def __init__(self, slos: list[Any]) -> None:
-        self.slos, self.steps = slos, []
+        self.slos: list[Any] = slos
+        self.steps: list[Any] = []
 
     def on_progress(self, p: dict[str, Any]) -> None:
         pass

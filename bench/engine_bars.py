@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "bench" / "out"
@@ -54,7 +55,7 @@ def part_upgrade() -> dict:
     empty = Path(tempfile.mkdtemp(prefix="chbench-engines-bar-"))
     env = {"CHBENCH_ENGINES_DIR": str(empty)}
     try:
-        out = {}
+        out: dict[str, Any] = {}
         for label in ("empty cache", "installed"):
             t0 = time.monotonic()
             path = OUT / f"eng-upgrade-{label[0]}.json"
@@ -70,7 +71,7 @@ def part_upgrade() -> dict:
 
 
 def part_aa() -> dict:
-    runs = []
+    runs: list[dict[str, Any]] = []
     for i in range(3):
         path = OUT / f"eng-aa-{i}.json"
         chbench("upgrade", "26.9", "26.9", "--out", str(path), "--quiet")

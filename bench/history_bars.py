@@ -164,9 +164,9 @@ def _alerts(y: np.ndarray, method: str, final: bool = False) -> list[int]:
 
         if len(y) < 21:
             return []
-        base = y[-21:-1]
-        t = (y[-1] - base.mean()) / (base.std(ddof=1) * math.sqrt(1 + 1 / len(base)))
-        return [len(y) - 1] if abs(t) > float(sps.t.ppf(0.995, len(base) - 1)) else []
+        window = y[-21:-1]
+        t = (y[-1] - window.mean()) / (window.std(ddof=1) * math.sqrt(1 + 1 / len(window)))
+        return [len(y) - 1] if abs(t) > float(sps.t.ppf(0.995, len(window) - 1)) else []
     raise ValueError(method)
 
 
@@ -397,8 +397,8 @@ def part_real(res: dict[str, Any], runs: int = 30, change_at: int = 20) -> None:
     spread = []
     from chbench.history.record import runs_from_file
 
-    for f in sorted(work.glob("run*.json")):
-        r = runs_from_file(str(f), {})[0]
+    for run_file in sorted(work.glob("run*.json")):
+        r = runs_from_file(str(run_file), {})[0]
         spread.append([q.median_ms for q in r.queries])
     arr = np.log(np.array(spread)[:change_at])
     found["run_to_run_sd_by_query"] = np.round(np.std(arr, axis=0, ddof=1), 3).tolist()

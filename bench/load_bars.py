@@ -195,7 +195,7 @@ def rss(server: ModernServer, res: dict, seconds: int) -> None:
         time.sleep(5)
     after = [kb for t, kb in samples if t >= 60 and kb]
     at_60 = after[0] if after else None
-    growth = (max(after) - at_60) / 1024 if after else None
+    growth = (max(after) - at_60) / 1024 if after and at_60 is not None else None
     queries = json.loads((OUT / "rss-load.json").read_text())["levels"][0]["total"]["queries"]
     res["rss"] = {"seconds": seconds, "queries": queries, "rss_mb_at_60s": at_60 and round(at_60 / 1024, 1),
                   "rss_mb_max_after_60s": after and round(max(after) / 1024, 1),

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = REPO / "bench" / "perftests"
@@ -153,7 +154,7 @@ def part_aa(rounds: int, first: tuple[dict, float, int, str] | None) -> dict:
 def part_sens() -> dict:
     path = OUT / "perf-sens.json"
     _, secs, code, _ = run(path, "--setting-b", "max_threads=1")
-    res = {"seconds": round(secs, 1), "exit": code}
+    res: dict[str, Any] = {"seconds": round(secs, 1), "exit": code}
     for rule in ("chbench", "clickhouse"):
         rows = [r for r in verdicts(path, rule) if r.get("p_value") is not None]
         res[rule] = {"decided": len(rows), "slower": sum(r["verdict"] == "slower" for r in rows),

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -173,7 +174,7 @@ def simulate(res: dict, docs: int) -> None:
 
     model = NoiseModel()
     t = time.monotonic()
-    out = {"model": model.to_json()}
+    out: dict[str, Any] = {"model": model.to_json()}
     from dataclasses import replace
 
     for mode in ("side-by-side", "separate"):
@@ -197,7 +198,7 @@ def table_of(path: Path, side: str = "A") -> tuple[list[list[float]], list[list[
     doc = json.loads(path.read_text())
     times, ratios = [], []
     for q in doc["queries"]:
-        by = {}
+        by: dict[Any, Any] = {}
         for s in q["samples"]:
             if not s["warmup"] and not s["error"] and s["client_ms"]:
                 by.setdefault(s["target"], {})[(s.get("session") or 0, s["round"])] = s["client_ms"]

@@ -25,6 +25,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import TypeVar
 
 _MODERN_SERVER_CODE = r"""
 import os, sys, threading
@@ -96,6 +97,9 @@ def _make_certificates(directory: Path) -> str:
     return f"{d}/ca.pem"
 
 
+S = TypeVar("S", bound="_Server")
+
+
 class _Server:
     http_port: int
     tcp_port: int
@@ -152,7 +156,7 @@ class _Server:
     def _cleanup(self) -> None:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def __enter__(self) -> _Server:
+    def __enter__(self: S) -> S:
         return self
 
     def __exit__(self, *exc: object) -> None:
