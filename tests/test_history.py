@@ -263,6 +263,9 @@ def test_run_adds_itself_to_the_history_on_the_embedded_engine(tmp_path: Path) -
 def test_clickhouse_store_on_a_real_server(modern: Any, tmp_path: Path) -> None:
     url = f"{modern.http_url}/hist_{int(time.time() * 1000) % 10**9}"
     fs = files(tmp_path, one_step(n=36, at=26, query=5, ratio=0.85))
+    r = run_cli("history", "check", "--store", url)  # nothing added yet: no tables made by a read
+    assert_one_line_error(r)
+    assert "no history at" in r.stderr
     r = run_cli("history", "add", *fs, "--store", url, "--label", "branch=main")
     assert r.code == 0 and "36 run(s) added" in r.stderr, r.stderr
     assert "0 run(s) added" in run_cli("history", "add", *fs[:3], "--store", url).stderr

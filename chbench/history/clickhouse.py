@@ -114,17 +114,24 @@ def _epoch(v: Any) -> float:
 
 
 class ClickHouseStore:
-    def __init__(self, url: str, password: str | None = None, ca_file: str | None = None) -> None:
+    def __init__(self, url: str, password: str | None = None, ca_file: str | None = None,
+                 create: bool = True) -> None:
         self.conn = _Connection(url, password, ca_file)
         self.location = self.conn.display
         db = self.conn.database
         try:
-            self.conn.command(f"CREATE DATABASE IF NOT EXISTS `{db}`")
-            for name, body in _TABLES.items():
-                self.conn.command(f"CREATE TABLE IF NOT EXISTS `{db}`.{name} {body}")
+            if not create:  # a command that reads: the tables are there, or there is no history
+                there = int(self.conn.rows(f"EXISTS TABLE `{db}`.chbench_runs")[0][0])
+            else:
+                self.conn.command(f"CREATE DATABASE IF NOT EXISTS `{db}`")
+                for name, body in _TABLES.items():
+                    self.conn.command(f"CREATE TABLE IF NOT EXISTS `{db}`.{name} {body}")
         except Exception as e:  # noqa: BLE001 - the server's refusal, as one line
-            raise ConnectError(f"--store {self.location}: cannot create the history tables "
-                               f"({str(e).splitlines()[0][:300]})") from None
+            raise ConnectError(f"--store {self.location}: cannot {'read' if not create else 'create'} the history "
+                               f"tables ({str(e).splitlines()[0][:300]})") from None
+        if not create and not there:
+            raise UsageError(f"no history at {self.location}: runs are added by 'chbench history add FILE…' "
+                             "or 'chbench run … --history URL'")
 
     def _t(self, name: str) -> str:
         return f"`{self.conn.database}`.{name}"

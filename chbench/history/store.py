@@ -74,7 +74,7 @@ def open_store(url: str | None, password: str | None = None, ca_file: str | None
     if scheme in BACKENDS:
         module, _, name = BACKENDS[scheme].partition(":")
         cls: Any = getattr(importlib.import_module(module), name)
-        store: Store = cls(url, password=password, ca_file=ca_file)
+        store: Store = cls(url, password=password, ca_file=ca_file, create=create)
         return store
     from chbench.history.local import LocalStore
 
