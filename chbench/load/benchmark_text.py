@@ -12,7 +12,7 @@ from typing import Any
 
 from chbench.export.numbers import change, interval, num
 from chbench.load.recorder import Stats
-from chbench.load.summary import MIB, PERCENTILES, HostView, per_second
+from chbench.load.summary import MIB, PERCENTILES, HostView, per_second, result_rows_per_second
 
 
 def host_line(h: HostView, seconds: float) -> str:
@@ -22,10 +22,11 @@ def host_line(h: HostView, seconds: float) -> str:
         return per_second(n, seconds)
 
     errors = f"errors: {st.errors}, " if st.errors else ""
+    result_rps = result_rows_per_second(st, seconds)
     return (
         f"{h.label}, queries: {st.queries}, {errors}QPS: {rate(st.queries):.3f}, "
         f"RPS: {rate(st.read_rows):.3f}, MiB/s: {rate(st.read_bytes) / MIB:.3f}, "
-        f"result RPS: {rate(st.result_rows):.3f}, result MiB/s: {rate(st.result_bytes) / MIB:.3f}."
+        f"result RPS: {'n/a' if result_rps is None else f'{result_rps:.3f}'}, result MiB/s: {rate(st.result_bytes) / MIB:.3f}."
     )
 
 

@@ -18,7 +18,7 @@ Key = tuple[int, int]  # (host index, query index)
 
 class Stats:
     __slots__ = ("hist", "service", "queries", "errors", "error_codes", "error_messages", "read_rows", "read_bytes",
-                 "result_rows", "result_bytes", "over_limit", "samples")
+                 "result_rows", "result_bytes", "over_limit", "samples", "result_rows_unknown")
 
     def __init__(self) -> None:
         self.hist = Histogram()  # latency (open loop: from the planned time)
@@ -30,6 +30,7 @@ class Stats:
         self.read_rows = 0
         self.read_bytes = 0
         self.result_rows = 0
+        self.result_rows_unknown = 0  # queries whose result rows the target could not tell (HTTP)
         self.result_bytes = 0
         self.over_limit = 0
         self.samples: list[float] | None = None  # every latency, when the run keeps them (cfg.raw)
@@ -49,6 +50,7 @@ class Stats:
         self.read_rows += o.read_rows
         self.read_bytes += o.read_bytes
         self.result_rows += o.result_rows
+        self.result_rows_unknown += o.result_rows_unknown
         self.result_bytes += o.result_bytes
         self.over_limit += o.over_limit
         if o.samples is not None:
@@ -66,7 +68,8 @@ class Stats:
             "error_messages": {str(c): m for c, m in sorted(self.error_messages.items())},
             "read_rows": self.read_rows,
             "read_bytes": self.read_bytes,
-            "result_rows": self.result_rows,
+            "result_rows": self.result_rows,  # of the queries whose target told them
+            "result_rows_unknown": self.result_rows_unknown,
             "result_bytes": self.result_bytes,
             "over_latency_limit": self.over_limit,
             "histogram": self.hist.to_json(),
@@ -88,7 +91,8 @@ class Stats:
         s.error_codes = {int(c): int(n) for c, n in (d.get("errors_by_code") or {}).items()}
         s.error_messages = {int(c): str(m) for c, m in (d.get("error_messages") or {}).items()}
         for k in ("read_rows", "read_bytes", "result_rows", "result_bytes"):
-            setattr(s, k, int(d.get(k, 0)))
+            setattr(s, k, int(d.get(k) or 0))
+        s.result_rows_unknown = int(d.get("result_rows_unknown") or 0)
         s.over_limit = int(d.get("over_latency_limit", 0))
         if d.get("latencies_ms") is not None:
             s.samples = [float(x) for x in d["latencies_ms"]]
@@ -145,6 +149,7 @@ class Recorder:
             st.read_rows += read_rows or 0
             st.read_bytes += read_bytes or 0
             st.result_rows += result_rows or 0
+            st.result_rows_unknown += result_rows is None
             st.result_bytes += result_bytes or 0
             if self.limit and latency_ms > self.limit:
                 st.over_limit += 1

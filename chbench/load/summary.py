@@ -46,6 +46,12 @@ def per_second(n: float, seconds: float) -> float:
     return n / seconds if seconds > 0 else 0.0
 
 
+def result_rows_per_second(st: Stats, seconds: float) -> float | None:
+    """None when some query's result rows were not told (over HTTP the server's summary
+    leaves before the result): a rate of the rest would read low, 0 for all of them."""
+    return None if st.result_rows_unknown else per_second(st.result_rows, seconds)
+
+
 # -- JSON in clickhouse-benchmark's historical shape ------------------------------------------
 def _pkey(p: float) -> str:
     return f"{p:g}"
@@ -57,7 +63,7 @@ def benchmark_json_one(st: Stats, seconds: float) -> dict[str, Any]:
             "QPS": per_second(st.queries, seconds),
             "RPS": per_second(st.read_rows, seconds),
             "MiBPS": per_second(st.read_bytes, seconds) / MIB,
-            "RPS_result": per_second(st.result_rows, seconds),
+            "RPS_result": result_rows_per_second(st, seconds),
             "MiBPS_result": per_second(st.result_bytes, seconds) / MIB,
             "num_queries": st.queries,
             "num_errors": st.errors,

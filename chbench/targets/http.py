@@ -210,8 +210,12 @@ class HttpTarget(Target):
                 s.server_ms = int(j["elapsed_ns"]) / 1e6
             s.read_rows = _int(j.get("read_rows"))
             s.read_bytes = _int(j.get("read_bytes"))
-            s.result_rows = _int(j.get("result_rows"))
             s.memory_bytes = _int(j.get("memory_usage"))
+            # the header leaves before the result unless the server buffered all of it: then
+            # its result counts read 0 whatever came (SELECT number FROM numbers(1000): "0"
+            # and 16 KB of body), so they count only when they say something was sent
+            if j.get("result_bytes") not in (None, "0") or not data:
+                s.result_rows = _int(j.get("result_rows"))
             if j.get("result_bytes") not in (None, "0"):
                 s.result_bytes = _int(j.get("result_bytes"))
         return s, data
