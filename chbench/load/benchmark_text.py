@@ -23,10 +23,11 @@ def host_line(h: HostView, seconds: float) -> str:
 
     errors = f"errors: {st.errors}, " if st.errors else ""
     result_rps = result_rows_per_second(st, seconds)
+    result_rps_text = "n/a" if result_rps is None else f"{result_rps:.3f}"
     return (
         f"{h.label}, queries: {st.queries}, {errors}QPS: {rate(st.queries):.3f}, "
         f"RPS: {rate(st.read_rows):.3f}, MiB/s: {rate(st.read_bytes) / MIB:.3f}, "
-        f"result RPS: {'n/a' if result_rps is None else f'{result_rps:.3f}'}, result MiB/s: {rate(st.result_bytes) / MIB:.3f}."
+        f"result RPS: {result_rps_text}, result MiB/s: {rate(st.result_bytes) / MIB:.3f}."
     )
 
 
