@@ -228,6 +228,22 @@ def test_capture_has_every_select_and_no_write(captured: dict[str, Any]) -> None
     assert "top" in captured["stderr"] and "normalized queries" in captured["stderr"]
 
 
+def test_chbench_own_bookkeeping_is_never_captured(log_server: ModernServer, tmp_path: Path) -> None:
+    """A load's connect, its primed connections and the capture's own reads (version,
+    settings, query_log) run under chbench-admin- ids: the capture holds the load only,
+    each duration to the microsecond (query_duration_ms logs a 0.3 ms query as 0)."""
+    since = time.time()
+    r = run_cli("load", "--target", log_server.http_url, "-q", "SELECT 42", "-i", "5", "-d", "0")
+    assert r.code == 0, r.stderr
+    time.sleep(0.2)
+    out = tmp_path / "w.jsonl"
+    r = run_cli("capture", "--target", log_server.http_url, "--since", f"{since:.6f}", "--out", str(out))
+    assert r.code == 0, r.stderr
+    _, recs = lines(out)
+    assert [x["query"] for x in recs] == ["SELECT 42"] * 5
+    assert any(x["duration_ms"] % 1 for x in recs)
+
+
 def json_time(text: str) -> float:
     from datetime import datetime
 

@@ -24,6 +24,7 @@ from chbench.errors import ChbenchError, QueryError, ServerLost
 from chbench.load.config import LoadConfig
 from chbench.load.recorder import Recorder
 from chbench.targets import Sample, Target, make_target
+from chbench.targets.base import admin_query_id
 from chbench.workload.mix import Mix
 
 TICK_S = 0.2  # how often a worker process reports to the parent
@@ -127,7 +128,7 @@ def _rotate(target: Target) -> None:
     connection is opened and primed with an unrecorded SELECT 1."""
     target.reconnect()
     with contextlib.suppress(QueryError, ServerLost):  # a real failure shows on the next query
-        target.execute("SELECT 1", {}, "", 30.0)
+        target.execute("SELECT 1", {}, admin_query_id(), 30.0)
 
 
 class LoadLanes(Lanes):

@@ -28,6 +28,7 @@ from chbench.replay.logs import FileLog, LogFilter, LogRow, ServerLog
 from chbench.replay.statements import first_keyword, normalized_hash, redact_literals
 from chbench.replay.workload_file import Header, WorkloadWriter, iso_us
 from chbench.targets import Target
+from chbench.targets.base import ADMIN_QUERY_PREFIX
 
 SECRET_SETTING = re.compile(r"password|passwd|secret|token|credential|private_key|access_key|auth", re.I)
 CAPTURE_MARK = "/* chbench capture */"
@@ -115,7 +116,7 @@ class Filters:
 
     def keep(self, r: LogRow) -> bool:
         f = self.f
-        if CAPTURE_MARK in r.query:  # the capture's own clock query
+        if CAPTURE_MARK in r.query or r.query_id.startswith(ADMIN_QUERY_PREFIX):  # chbench's own bookkeeping
             return False
         if not r.initial or r.type not in f.types or not f.since_us <= r.start_us < f.until_us:
             return False

@@ -72,7 +72,7 @@ class ReplayPlan:
     skipped: dict[str, int] = field(default_factory=dict)
     hashes: dict[str, int] = field(default_factory=dict)  # hash -> position
     info: list[dict[str, Any]] = field(default_factory=list)  # per position: hash, name, sql, count, settings
-    originals: list[list[int]] = field(default_factory=list)  # per position: captured durations
+    originals: list[list[float]] = field(default_factory=list)  # per position: captured durations
     databases: set[str | None] = field(default_factory=set)
     setting_names: set[str] = field(default_factory=set)
     offsets: list[float] = field(default_factory=list)
@@ -110,7 +110,7 @@ def plan(opts: ReplayOptions) -> ReplayPlan:
             info.update(sql=rec["query"], settings=dict(rec.get("settings") or {}), database=rec.get("database"),
                         failed=False)
         info["count"] += 1
-        p.originals[pos].append(int(rec.get("duration_ms") or 0))
+        p.originals[pos].append(float(rec.get("duration_ms") or 0))
         p.databases.add(rec.get("database") or None)
         p.setting_names.update((rec.get("settings") or {}).keys())
         p.offsets.append(float(rec["t"]))

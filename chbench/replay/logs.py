@@ -40,7 +40,7 @@ class LogRow:
     user: str
     settings: dict[str, str]
     hash: str | None
-    duration_ms: int
+    duration_ms: float  # to the microsecond where the log has both times (query_duration_ms: whole ms)
     read_rows: int
     read_bytes: int
     result_rows: int
@@ -95,6 +95,11 @@ class ServerLog:
         c = self.columns
         self.start = ("toUnixTimestamp64Micro(query_start_time_microseconds)" if "query_start_time_microseconds" in c
                       else "toUInt64(toUInt32(query_start_time)) * 1000000")
+        # query_duration_ms is whole milliseconds (a 0.7 ms query logs 0): the start and
+        # the finish (event_time) to the microsecond, where the log has both
+        duration = ("(toUnixTimestamp64Micro(event_time_microseconds) - "
+                    "toUnixTimestamp64Micro(query_start_time_microseconds)) / 1000"
+                    if {"event_time_microseconds", "query_start_time_microseconds"} <= set(c) else "query_duration_ms")
         enum = c.get("type", "").startswith("Enum")
         self.type_value = (lambda name: f"'{name}'") if enum else \
             (lambda name: str({v: k for k, v in TYPE_NAMES.items()}[name]))
@@ -108,7 +113,7 @@ class ServerLog:
             "current_database" if "current_database" in c else "''", "user",
             f"arrayStringConcat(arrayMap((k, v) -> concat(k, '\\x1F', v), {keys}, {values}), '\\x1E')",
             "toString(normalized_query_hash)" if "normalized_query_hash" in c else "''",
-            "query_duration_ms", "read_rows", "read_bytes", "result_rows", "memory_usage",
+            duration, "read_rows", "read_bytes", "result_rows", "memory_usage",
             "toString(exception_code)" if "exception_code" in c else "substring(exception, 1, 200)",
             "toString(type)", "query_kind" if "query_kind" in c else "''", address, "toString(port)",
             "toString(interface)"])
@@ -160,7 +165,7 @@ class ServerLog:
         code = int(code_text) if code_text.lstrip("-").isdigit() else _code_of(code_text)
         type_name = TYPE_NAMES.get(int(r[13]), r[13]) if r[13].isdigit() else r[13]
         return LogRow(start_us=int(r[0]), query_id=r[1], query=r[2], database=r[3] or None, user=r[4],
-                      settings=settings, hash=r[6] or None, duration_ms=int(r[7]), read_rows=int(r[8]),
+                      settings=settings, hash=r[6] or None, duration_ms=float(r[7]), read_rows=int(r[8]),
                       read_bytes=int(r[9]), result_rows=int(r[10]), memory_usage=int(r[11]), exception_code=code,
                       type=type_name, kind=r[14] or None, initial=True, session=session_of(r[15], r[16], r[17]))
 
@@ -175,6 +180,7 @@ FILE_FORMATS = {"parquet": "Parquet", "tsv": "TSVWithNames", "tsvwithnames": "TS
                 "tabseparatedwithnames": "TSVWithNames", "jsonl": "JSONEachRow", "ndjson": "JSONEachRow",
                 "json": "JSONEachRow", "jsoneachrow": "JSONEachRow"}
 NEEDED = ("clickhouse_version", "type", "is_initial_query", "query_start_time_microseconds", "query_start_time",
+          "event_time_microseconds",
           "query_id", "query",
           "current_database", "user", "Settings", "Settings.Names", "Settings.Values", "normalized_query_hash",
           "query_duration_ms", "read_rows", "read_bytes", "result_rows", "memory_usage", "exception_code",
@@ -299,13 +305,21 @@ class FileLog:
             start_us=start_us, query_id=_text(d.get("query_id")), query=_text(d.get("query")),
             database=_text(d.get("current_database")) or None, user=_text(d.get("user")),
             settings=_map(settings), hash=str(h) if h not in (None, "") else None,
-            duration_ms=int(d.get("query_duration_ms") or 0), read_rows=int(d.get("read_rows") or 0),
+            duration_ms=self._duration_ms(d, start, start_us), read_rows=int(d.get("read_rows") or 0),
             read_bytes=int(d.get("read_bytes") or 0), result_rows=int(d.get("result_rows") or 0),
             memory_usage=int(d.get("memory_usage") or 0),
             exception_code=int(code) if code not in (None, "") else _code_of(_text(d.get("exception"))),
             type=TYPE_NAMES.get(int(type_value), type_value) if type_value.isdigit() else type_value,
             kind=kind, initial=str(d.get("is_initial_query", 1)) in ("1", "True", "true"),
             session=session_of(_text(address), d.get("port", 0), _text(d.get("interface", 0))))
+
+    def _duration_ms(self, d: dict[str, Any], start: Any, start_us: int) -> float:
+        """From the start and the finish to the microsecond where the file has both, as the
+        server's log is read; else query_duration_ms (whole milliseconds)."""
+        finish = d.get("event_time_microseconds")
+        if start is not None and finish not in (None, ""):
+            return max(0.0, (self._micros(finish) - start_us) / 1000.0)
+        return float(d.get("query_duration_ms") or 0)
 
     def _micros(self, v: Any) -> int:
         if isinstance(v, int):

@@ -24,7 +24,8 @@ def summary_lines(by_hash: dict[str, list[Any]], n: int = TOP) -> list[str]:
     count = sum(e[0] for e in by_hash.values())
     best = top(by_hash, n)
     covered = sum(e[1] for _, e in best)
-    lines = [f"{count:,} queries, {len(by_hash):,} normalized queries, {total_ms / 1000:,.1f} s of query time"]
+    kinds = f"{len(by_hash):,} normalized quer{'y' if len(by_hash) == 1 else 'ies'}"
+    lines = [f"{count:,} queries, {kinds}, {total_ms / 1000:,.1f} s of query time"]
     if not best:
         return lines
     share = covered / total_ms * 100 if total_ms else 100.0

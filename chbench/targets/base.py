@@ -14,6 +14,7 @@ import contextlib
 import ipaddress
 import re
 import time
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -22,6 +23,15 @@ from typing import Any, ClassVar
 from chbench.errors import ChbenchError, ConnectError, QueryError, ServerLost
 from chbench.targets.result import Result
 from chbench.targets.url import Protocol, TargetURL
+
+# chbench's own bookkeeping on a server (its version, settings, query_log reads, KILL)
+# runs under query ids with this prefix, so a capture of that server's log leaves it out
+ADMIN_QUERY_PREFIX = "chbench-admin-"
+
+
+def admin_query_id() -> str:
+    return ADMIN_QUERY_PREFIX + uuid.uuid4().hex
+
 
 # ProfileEvents fetched from system.query_log by --server-metrics.
 PROFILE_EVENTS = (
@@ -129,7 +139,7 @@ class Target(ABC):
     def open(self) -> None:
         """Connect without the full probe (a load connection: the run probed once)."""
         try:
-            self.execute("SELECT 1", {}, "", 30.0)
+            self.execute("SELECT 1", {}, admin_query_id(), 30.0)
         except QueryError as e:
             raise ConnectError(f"{self.url}: {e.message}") from None
         except ServerLost as e:
@@ -178,7 +188,7 @@ class Target(ABC):
         """A set-up or tear-down statement: untimed, with these settings, never read-only
         (writes are what set-up is for)."""
         sent = {k: v for k, v in settings.items() if k != "readonly"}
-        self.execute(sql, sent, "", None)
+        self.execute(sql, sent, admin_query_id(), None)
 
     def data_key(self) -> tuple[object, ...]:
         """Which data this target reaches: targets with equal keys see the same tables (a

@@ -34,6 +34,7 @@ from chbench.targets.base import (
     Sample,
     ServerInfo,
     Target,
+    admin_query_id,
     first_line,
     is_loopback,
     parse_exception_code,
@@ -152,7 +153,7 @@ class HttpTarget(Target):
 
     def _admin(self, sql: str) -> bytes:
         try:
-            r = self._post(*self._request(sql, {}), 30.0)
+            r = self._post(*self._request(sql, {"query_id": admin_query_id()}), 30.0)
         except _TRANSPORT as e:
             raise self._translate(e) from None
         _check(r)

@@ -40,6 +40,7 @@ from chbench.targets.base import (
     Sample,
     ServerInfo,
     Target,
+    admin_query_id,
     first_line,
     is_loopback,
 )
@@ -97,14 +98,14 @@ class NativeTarget(Target):
 
     def query_rows(self, sql: str) -> list[list[str]]:
         try:
-            rows = self._client.execute(sql)
+            rows = self._client.execute(sql, query_id=admin_query_id())
         except _QUERY_ERRORS as e:
             raise self._translate(e, self._client.connection, None, None) from None
         return [[str(v) for v in row] for row in rows]
 
     def connect(self) -> ServerInfo:
         try:
-            version = self._client.execute("SELECT version()")[0][0]
+            version = self._client.execute("SELECT version()", query_id=admin_query_id())[0][0]
         except _QUERY_ERRORS as e:
             raise self._connect_error(e) from None
         return self.probe(str(version))
@@ -183,7 +184,7 @@ class NativeTarget(Target):
         try:
             if self._admin_client is None:
                 self._admin_client = Client(**self._kw)
-            self._admin_client.execute(f"KILL QUERY WHERE query_id = '{query_id}' ASYNC")
+            self._admin_client.execute(f"KILL QUERY WHERE query_id = '{query_id}' ASYNC", query_id=admin_query_id())
         except Exception:  # noqa: BLE001 - best effort only
             pass
 
