@@ -152,10 +152,34 @@ def on_server(command: str, server: ModernServer) -> str:
     return re.sub(r"--port 9000\b", f"--port {server.tcp_port}", command)
 
 
+PAGES_VERSIONS = ("24.8",)  # the catalog versions the pages' examples name (26.9 is chbench's own)
+
+
+def pages_engines(work: Path) -> tuple[Path, Path]:
+    """The engine cache, and a directory holding only the pages' versions (linked from
+    it): what else a machine has installed changes the pages' output (``bisect
+    --installed`` walks every installed version in its range)."""
+    from chbench.engines.store import engines_dir
+
+    cache, engines = engines_dir(), work / "engines"
+    engines.mkdir()
+    for version in PAGES_VERSIONS:
+        have = sorted(cache.glob(f"{version}.*"))
+        if not have:  # installed once into the cache, as any other test would, then linked
+            p = subprocess.run([sys.executable, "-m", "chbench", "engines", "install", version],
+                               capture_output=True, text=True, timeout=900)
+            assert p.returncode == 0, p.stderr
+            have = sorted(cache.glob(f"{version}.*"))
+        for path in have:
+            (engines / path.name).symlink_to(path, target_is_directory=True)
+    return cache, engines
+
+
 def run_page(page: Path, server: ModernServer, work: Path) -> list[str]:
     """Every example of a page, in order; what went wrong, one line each."""
     (work / "bench").symlink_to(REPO / "bench")
-    env = dict(os.environ, COLUMNS="250", XDG_DATA_HOME=str(work / "data"),
+    cache, engines = pages_engines(work)
+    env = dict(os.environ, COLUMNS="250", XDG_DATA_HOME=str(work / "data"), CHBENCH_ENGINES_DIR=str(engines),
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     env.pop("CLICKHOUSE_PASSWORD", None)
     background: list[subprocess.Popen[bytes]] = []
@@ -170,7 +194,7 @@ def run_page(page: Path, server: ModernServer, work: Path) -> list[str]:
                 continue
             p = subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True,
                                timeout=400)
-            output = p.stdout + p.stderr
+            output = (p.stdout + p.stderr).replace(str(engines), str(cache))  # as the page names the cache
             if p.returncode not in (0, 1) or "Traceback" in output:
                 problems.append(f"{step.command!r} ended {p.returncode}: {output[-2000:]}")
                 continue
