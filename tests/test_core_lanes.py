@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from chbench.core.lanes import LATE_MS, Lane, Lanes, Policy, Slot
-from chbench.core.schedule import CapturedOffsets, ClosedLoop, Schedule
+from chbench.core.schedule import CapturedOffsets, ClosedLoop, FixedRate, Schedule
 from chbench.errors import QueryError, ServerLost
 from chbench.targets import Sample, Target
 from chbench.targets.fake import Call, FakeTarget
@@ -95,6 +95,17 @@ def test_a_timed_feed_is_claimed_in_order_and_never_sent_early():
     assert feed.claims == list(range(30))
     assert len(feed.outcomes) == 30
     assert all(o["sent"] >= o["planned"] for o in feed.outcomes)
+
+
+def test_a_fixed_rate_that_answers_at_once_spans_its_whole_planned_time():
+    """40 requests at 200/s plan 0.2 s: the elapsed time the achieved rate divides by is
+    that, not the 0.195 s to the last start (achieved would read 205/s)."""
+    feed = ScriptFeed(40, sleeping(0.1))
+    feed.schedule = FixedRate(200.0)
+    lanes = run(feed, 2)
+    assert len(feed.outcomes) == 40
+    assert 0.2 <= lanes.elapsed() < 0.3
+    assert 40 / lanes.elapsed() <= 200.0
 
 
 def most_waiting(policy: Policy) -> int:

@@ -53,6 +53,17 @@ def test_captured_offsets_run_at_speed():
     assert s.due(1.0) == sum(1 for t in offsets if t < 4.0)
 
 
+def test_the_time_planned_for_n_requests_is_n_gaps():
+    """What an open loop's achieved rate divides by: --rate 50 -t 5 plans 250 requests in
+    5 s (the 250th starts at 4.98 s; dividing by that read 50.19 QPS achieved)."""
+    assert FixedRate(50.0).end(250) == pytest.approx(5.0)
+    assert FixedRate(25.0, phase=0.02).end(125) == pytest.approx(5.02)
+    p = Poisson(100.0, seed=3)
+    assert p.end(10) == p.at(10) > p.at(9)
+    assert CapturedOffsets([0.0, 1.0, 3.0], speed=2.0).end(3) == 1.5  # a capture ends at its last query
+    assert CapturedOffsets([0.0, 1.0], speed=1.0).end(0) == 0.0 and ClosedLoop().end(5) == 0.0
+
+
 def test_a_closed_loop_plans_nothing():
     s = ClosedLoop()
     assert not s.timed and s.due(10.0) == 0

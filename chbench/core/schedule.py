@@ -43,6 +43,10 @@ class Schedule(Protocol):
     def due(self, span: float) -> int:
         """How many requests are planned in the first ``span`` seconds."""
 
+    def end(self, n: int) -> float:
+        """When the time planned for the first ``n`` requests is up: a rate's ``n``
+        requests take ``n`` gaps, not the ``n - 1`` between their starts."""
+
 
 class ClosedLoop:
     """No planned times: the next request goes as soon as a lane is free."""
@@ -54,6 +58,9 @@ class ClosedLoop:
 
     def due(self, span: float) -> int:
         return 0
+
+    def end(self, n: int) -> float:
+        return 0.0
 
 
 class FixedRate:
@@ -70,6 +77,9 @@ class FixedRate:
 
     def due(self, span: float) -> int:
         return math.ceil((span - self.phase) * self.rate) if span > self.phase else 0
+
+    def end(self, n: int) -> float:
+        return self.at(n)
 
 
 class Poisson:
@@ -111,6 +121,9 @@ class Poisson:
             self._counted = max(self._counted, n)  # never fewer than it said before
             return self._counted
 
+    def end(self, n: int) -> float:
+        return self.at(n)  # the next arrival: the n-th gap ends there
+
 
 class CapturedOffsets:
     """A captured workload's offsets (seconds from its first query, in order) at ``speed``."""
@@ -125,3 +138,6 @@ class CapturedOffsets:
 
     def due(self, span: float) -> int:
         return bisect.bisect_left(self.offsets, span * self.speed)
+
+    def end(self, n: int) -> float:
+        return self.offsets[min(n, len(self.offsets)) - 1] / self.speed if n and self.offsets else 0.0
