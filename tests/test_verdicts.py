@@ -227,3 +227,24 @@ def test_a_large_change_not_shown_after_correction_is_not_no_change():
     assert q0.verdict == "unstable" and q0.reason == "beyond ±5% but not shown (paired)"
     assert "not significant once corrected" in q0.reasons[0]
     assert all(q.verdict == "no change" for q in res.queries[1:])
+
+
+def test_too_few_runs_for_holm_is_said_and_enough_is_not():
+    """5 against 5 runs: the smallest rank-sum p is 2/252 = 0.0079, above the 0.005 Holm
+    needs over 10 queries — every query +90% was 'unstable' with nothing saying why."""
+    from chbench.compare.build import too_few_to_show
+
+    rng = np.random.default_rng(5)
+
+    def rows(n: int) -> list[QueryComparison]:
+        a = {f"q{i}": SideData(times=list(100 * np.exp(rng.normal(0, 0.01, n)))) for i in range(10)}
+        b = {f"q{i}": SideData(times=list(190 * np.exp(rng.normal(0, 0.01, n)))) for i in range(10)}
+        return compare_queries(list(a), a, b, Options(between_run=0.8)).queries
+
+    five = rows(5)
+    assert all(r.verdict == "unstable" for r in five)
+    note = too_few_to_show(five, 0.05)
+    assert note is not None and "5 / 5 runs" in note and "--iterations 6" in note
+    six = rows(6)
+    assert too_few_to_show(six, 0.05) is None
+    assert all(r.verdict == "slower" for r in six)

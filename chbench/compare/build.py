@@ -4,6 +4,7 @@ name then SQL, weigh the machine's own drift, and compare query by query."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from chbench.explain.build import explain_rows
 from chbench.results import open_results
 from chbench.stats.compare import BETWEEN_RUN_FACTOR, Options, compare_queries, machine_change
 from chbench.stats.machine import describe, difference, reference_change, summarize
+from chbench.stats.verdict import QueryComparison
 
 
 @dataclass
@@ -196,6 +198,32 @@ def _kept_others(probes: dict[str, dict[str, Any]], a: Side, b: Side) -> None:
             client["others_share"] = sum(side.kept_others) / len(side.kept_others) / client["cpus"]
 
 
+def too_few_to_show(rows: list[QueryComparison], alpha: float) -> str | None:
+    """A note when no query had runs enough for any p-value to pass Holm's first step
+    (alpha / queries; under BH equal small p-values can all pass, so not said there)
+    (seen: two runs of --iterations 5, max_threads=1 against the default, every query
+    +60–95% and 'unstable': 5 against 5 runs cannot give a rank test's p below 0.0079,
+    and 10 queries need 0.005)."""
+    counts: list[tuple[float, str, bool]] = []  # smallest exact two-sided p, the runs, paired
+    for r in rows:
+        if r.p_value is None or r.a is None or r.b is None:
+            continue
+        if r.paired is not None:  # signed-rank: every round's ratio the same way
+            counts.append((2.0 / 2.0 ** max(1, r.paired.pairs), f"{r.paired.pairs} paired rounds", True))
+        elif r.a.runs and r.b.runs:  # rank-sum: every run of one side below the other's
+            counts.append((2.0 / math.comb(r.a.runs + r.b.runs, r.a.runs), f"{r.a.runs} / {r.b.runs} runs", False))
+    if not counts:
+        return None
+    need = alpha / len(counts)
+    smallest, what, paired = min(counts)
+    if smallest < need:
+        return None
+    runs = next(n for n in range(2, 1000) if (2.0 / 2.0 ** n if paired else 2.0 / math.comb(2 * n, n)) < need)
+    return (f"{what} per query: no query can be shown slower or faster — a rank test's smallest p is "
+            f"{smallest:.2g}, and {len(counts)} queries corrected for each other (Holm, alpha {alpha:g}) "
+            f"need below {need:.2g}; measure with --iterations {runs} or more")
+
+
 def _between_run_note(a: Side, b_queries: dict[str, Any], factor: float) -> str:
     """Where the allowance for separate runs came from: measured or the fallback factor."""
     na = max((len(d.sessions) for d in a.queries.values()), default=0) or 1
@@ -259,6 +287,8 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
                 if found is not None:
                     factors[label] = found.to_json()
     result = compare_queries(names, a.queries, b_queries, stats, machine)
+    if stats.correction == "holm" and (few := too_few_to_show(result.queries, stats.alpha)) is not None:
+        notes.append(few)
     if factors:
         result.summary.round_factors = factors
     if separate:
