@@ -75,6 +75,18 @@ def test_explain_command(threads_file, tmp_path):
     assert bad.code == 2 and "no query named 'nope'" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_nothing_shown_names_the_queries_that_moved_most(modern, tmp_path):
+    """3 rounds show nothing (unstable), even 15 times the rows: explain says which moved."""
+    (tmp_path / "a.sql").write_text(QUERIES.format(rows=2_000_000))
+    (tmp_path / "b.sql").write_text(QUERIES.format(rows=30_000_000))
+    out = tmp_path / "few.json"
+    r = run_cli("run", "--target", modern.http_url, "--queries", str(tmp_path / "a.sql"), "--queries-b",
+                str(tmp_path / "b.sql"), "--iterations", "3", "--warmup", "0", "--quiet", "--out", str(out))
+    assert r.code == 0, r.stderr
+    text = run_cli("explain", str(out)).stdout
+    assert "No query slower or faster" in text and "unstable, moved most: sum +" in text
+
+
 def test_no_explain_collects_nothing_and_explain_says_why(modern, tmp_path):
     out = tmp_path / "off.json"
     r = run_cli("run", "--target", modern.http_url, "--query", "SELECT 1", "--setting-b", "max_threads=1",

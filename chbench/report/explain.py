@@ -4,6 +4,7 @@ times side by side and a table of only the counters that changed."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from chbench.compare import Comparison
@@ -134,7 +135,12 @@ def explain_section(cmp: Comparison, whys: dict[str, Why], charts: bool, info: d
         blocks.append(Text(f"Nothing to explain {', '.join(asked)} with: neither side kept its counters or "
                            "operator times (see the notes above).", "summary"))
     elif not whys:
-        blocks.append(Text("No query slower or faster: nothing to explain (chbench explain --query NAME explains "
-                           "one anyway).", "summary"))
+        # a large change not shown (unstable) is still worth a look: name the largest
+        moved = sorted((q for q in cmp.doc.queries if q.verdict == "unstable" and q.ratio and q.ratio > 0),
+                       key=lambda q: -abs(math.log(q.ratio or 1.0)))
+        hint = f" — unstable, moved most: {', '.join(f'{q.name} {change(q.ratio)}' for q in moved[:3])}" \
+            if moved else ""
+        blocks.append(Text(f"No query slower or faster: nothing to explain (chbench explain --query NAME explains "
+                           f"one anyway{hint}).", "summary"))
     blocks += explain_blocks(cmp, whys, charts, top)
     return Section("Why", "explain", blocks)
