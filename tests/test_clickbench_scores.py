@@ -90,6 +90,16 @@ def test_an_entry_with_two_tries_is_said_to_have_no_hot_time(tmp_path):
     assert run_cli("clickbench", "compare", str(CLICKHOUSE), str(CHDB), "--format", "json").json()["notes"] == []
 
 
+@needs_shared
+def test_entries_of_other_data_are_said_not_to_compare(tmp_path):
+    doc = json.loads(CLICKHOUSE.read_text())
+    doc["data_size"] = 42_164_030  # 'clickbench load --synthetic 200000': 0.04 GB, not the 15 GB of hits
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps(doc))
+    notes = run_cli("clickbench", "compare", str(small), str(CHDB), "--format", "json").json()["notes"]
+    assert len(notes) == 1 and notes[0].startswith("data sizes differ 587×") and "do not compare" in notes[0]
+
+
 @pytest.mark.parametrize(
     "content,needle",
     [

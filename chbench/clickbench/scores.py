@@ -91,7 +91,26 @@ def score(entries: list[ClickBenchEntry]) -> dict[str, Any]:
         scores.append({"system": e.system, "machine": e.machine, "file": e.path, "cold": cold_score,
                        "hot": hot_score, "combined": combined, "load_time": e.load_time, "data_size": e.data_size,
                        "failed_tries": sum(t is None for row in e.result for t in row)})
-    return {"scores": scores, "queries": queries, "notes": _too_few_tries(entries)}
+    return {"scores": scores, "queries": queries, "notes": _too_few_tries(entries) + _other_data(entries)}
+
+
+DATA_SPREAD = 10.0  # the full hits table takes 9–25 GB across engines and formats (the shared files: 15.3, 24.8)
+
+
+def _other_data(entries: list[ClickBenchEntry]) -> list[str]:
+    """Entries whose data sizes differ more than storage formats explain did not load the
+    same rows (seen: a --synthetic 200,000-row run, 0.04 GB, scored 1.00 against a
+    published 24.8 GB entry's 36.4)."""
+    sized = [e for e in entries if e.data_size]
+    if len(sized) < 2:
+        return []
+    small, large = min(sized, key=lambda e: e.data_size or 0), max(sized, key=lambda e: e.data_size or 0)
+    spread = (large.data_size or 0) / (small.data_size or 1)
+    if spread <= DATA_SPREAD:
+        return []
+    return [f"data sizes differ {spread:,.0f}× ({small.path}: {(small.data_size or 0) / 1e9:.2f} GB, {large.path}: "
+            f"{(large.data_size or 0) / 1e9:.2f} GB): they did not load the same rows (a --synthetic or sampled "
+            "load?), so their times do not compare"]
 
 
 def _too_few_tries(entries: list[ClickBenchEntry]) -> list[str]:
