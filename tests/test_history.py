@@ -238,12 +238,14 @@ def test_history_cli_bad_input(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("history", "show", "nope", "--store", store))
     r = run_cli("history", "check", "--since", "yesterday-ish", "--store", store)
     assert r.code == 2 and "Traceback" not in r.stderr
-    # a command that reads never makes a store: a mistyped path is not an empty, passing gate
+    # a command that reads never makes a store: a mistyped path reads as empty (the
+    # contract's exit 0 and empty lists), is said, and no file appears
     typo = tmp_path / "hstory.sqlite"
     for action in ("check", "export", "list"):
-        r = run_cli("history", action, "--store", str(typo))
-        assert_one_line_error(r)
-        assert "no history at" in r.stderr and not typo.exists()
+        r = run_cli("history", action, "--store", str(typo), "--format", "json")
+        assert r.code == 0 and "no history at" in r.stderr and not typo.exists(), r.stderr
+    assert run_cli("history", "check", "--store", str(typo), "--format", "json").json()["changes"] == []
+    assert run_cli("history", "export", "--store", str(typo), "--format", "json").json()["runs"] == []
 
 
 def test_run_adds_itself_to_the_history_on_the_embedded_engine(tmp_path: Path) -> None:
@@ -263,9 +265,9 @@ def test_run_adds_itself_to_the_history_on_the_embedded_engine(tmp_path: Path) -
 def test_clickhouse_store_on_a_real_server(modern: Any, tmp_path: Path) -> None:
     url = f"{modern.http_url}/hist_{int(time.time() * 1000) % 10**9}"
     fs = files(tmp_path, one_step(n=36, at=26, query=5, ratio=0.85))
-    r = run_cli("history", "check", "--store", url)  # nothing added yet: no tables made by a read
-    assert_one_line_error(r)
-    assert "no history at" in r.stderr
+    r = run_cli("history", "check", "--store", url, "--format", "json")  # nothing added yet: no tables made
+    assert r.code == 0 and r.json()["changes"] == [] and "no history at" in r.stderr
+    assert http_post(modern.http_port, f"EXISTS TABLE {url.rsplit('/', 1)[1]}.chbench_runs").strip() == "0"
     r = run_cli("history", "add", *fs, "--store", url, "--label", "branch=main")
     assert r.code == 0 and "36 run(s) added" in r.stderr, r.stderr
     assert "0 run(s) added" in run_cli("history", "add", *fs[:3], "--store", url).stderr

@@ -124,7 +124,12 @@ def run(args: argparse.Namespace) -> int:
         for f in args.files:
             if not os.path.isfile(f):
                 raise UsageError(f"{f}: no such file")
+    from chbench.history.store import NoHistory
+
     store = open_from(args, create=args.action == "add")
+    if isinstance(store, NoHistory):  # read as empty, made nowhere: a mistyped --store shows here
+        sys.stderr.write(f"chbench: warning: no history at {store.location} yet: runs are added by "
+                         "'chbench history add FILE…' or 'chbench run … --history'\n")
     try:
         return ACTIONS[args.action](args, store)
     finally:

@@ -16,6 +16,7 @@ from chbench.compare.pertest import per_test, test_of_queries, thresholds_of
 from chbench.compare.sides import Side, Sides, merge_sides, sides_of, without_round_factors
 from chbench.errors import UsageError
 from chbench.explain.build import explain_rows
+from chbench.plan import rounds_to_show_a_change
 from chbench.results import open_results
 from chbench.stats.compare import BETWEEN_RUN_FACTOR, Options, compare_queries, machine_change
 from chbench.stats.machine import describe, difference, reference_change, summarize
@@ -218,7 +219,8 @@ def too_few_to_show(rows: list[QueryComparison], alpha: float) -> str | None:
     smallest, what, paired = min(counts)
     if smallest < need:
         return None
-    runs = next(n for n in range(2, 1000) if (2.0 / 2.0 ** n if paired else 2.0 / math.comb(2 * n, n)) < need)
+    runs = rounds_to_show_a_change(len(counts), alpha) if paired else \
+        next(n for n in range(2, 1000) if 2.0 / math.comb(2 * n, n) < need)
     return (f"{what} per query: no query can be shown slower or faster — a rank test's smallest p is "
             f"{smallest:.2g}, and {len(counts)} queries corrected for each other (Holm, alpha {alpha:g}) "
             f"need below {need:.2g}; measure with --iterations {runs} or more")

@@ -26,7 +26,7 @@ from typing import Any
 
 from chbench.errors import ConnectError, UsageError
 from chbench.history.record import HistoryRun, QueryRecord
-from chbench.history.store import Reported, matches
+from chbench.history.store import NoHistoryThere, Reported, matches
 from chbench.targets.url import parse_target_url
 
 DEFAULT_DATABASE = "chbench"
@@ -130,8 +130,7 @@ class ClickHouseStore:
             raise ConnectError(f"--store {self.location}: cannot {'read' if not create else 'create'} the history "
                                f"tables ({str(e).splitlines()[0][:300]})") from None
         if not create and not there:
-            raise UsageError(f"no history at {self.location}: runs are added by 'chbench history add FILE…' "
-                             "or 'chbench run … --history URL'")
+            raise NoHistoryThere(self.location)
 
     def _t(self, name: str) -> str:
         return f"`{self.conn.database}`.{name}"

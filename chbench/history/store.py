@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from chbench.errors import ChbenchError, UsageError
 from chbench.history.record import HistoryRun
 
 # URL scheme → "module:class" of its backend; anything else is a local path
@@ -61,6 +62,34 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
+class NoHistoryThere(ChbenchError):
+    """A backend asked to read found no history where it looked (and made none)."""
+
+
+@dataclass
+class NoHistory:
+    """What a command that reads gets where no history is yet: no runs, and nothing made
+    there — a mistyped ``--store`` used to become a new, empty store."""
+
+    location: str
+
+    def add(self, runs: list[HistoryRun]) -> list[str]:
+        raise UsageError(f"{self.location}: no history here to add to")  # adding opens with create=True
+
+    def runs(self, since: float | None = None, labels: dict[str, str] | None = None,
+             samples: bool = True) -> list[HistoryRun]:
+        return []
+
+    def reported(self) -> list[Reported]:
+        return []
+
+    def record_reported(self, changes: list[Reported]) -> None:
+        pass  # no runs, no changes
+
+    def close(self) -> None:
+        pass
+
+
 def default_location() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "chbench" / "history.sqlite"
@@ -68,28 +97,26 @@ def default_location() -> Path:
 
 def open_store(url: str | None, password: str | None = None, ca_file: str | None = None,
                create: bool = True) -> Store:
-    """The store ``url`` names (None: the local default); a local one that is not there
-    yet is made only when ``create`` (adding runs), never by a command that reads."""
+    """The store ``url`` names (None: the local default). One that is not there yet is
+    made only when ``create`` (adding runs); a command that reads gets ``NoHistory``."""
     scheme = url.split("://", 1)[0].lower() if url and "://" in url else ""
     if scheme in BACKENDS:
         module, _, name = BACKENDS[scheme].partition(":")
         cls: Any = getattr(importlib.import_module(module), name)
-        store: Store = cls(url, password=password, ca_file=ca_file, create=create)
+        try:
+            store: Store = cls(url, password=password, ca_file=ca_file, create=create)
+        except NoHistoryThere as e:
+            return NoHistory(str(e))
         return store
     from chbench.history.local import LocalStore
 
     if scheme and scheme != "file":
-        from chbench.errors import UsageError
-
         raise UsageError(f"--store {url}: not a store (a path, http(s)://host:8123/db or clickhouse(s)://host:9000/db)")
     path = Path(url.split("://", 1)[1]) if scheme == "file" and url else Path(url) if url else default_location()
     if path.is_dir():
         path = path / "history.sqlite"
     if not create and not path.exists():
-        from chbench.errors import UsageError
-
-        raise UsageError(f"no history at {path}: runs are added by 'chbench history add FILE…' or "
-                         "'chbench run … --history'")
+        return NoHistory(str(path))
     return LocalStore(path)
 
 

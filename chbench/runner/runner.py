@@ -40,6 +40,7 @@ from chbench.runner.settings import group_settings, query_settings, settings_to_
 from chbench.stats.paired import hl_halfwidth, pair_up
 from chbench.stats.summary import relative_ci_halfwidth
 from chbench.targets import ServerInfo, Target
+from chbench.targets.base import admin_query_id
 from chbench.workload import CALIBRATION_FALLBACK_SQL, CALIBRATION_SQL, Query, prepare_sql
 
 # Probes, the reference task and the calibration query disturb the query that follows
@@ -496,8 +497,7 @@ class Runner:
             if sid in self.failed_sides:
                 continue
             with contextlib.suppress(QueryError):
-                target.execute(WAKE_SQL, self.sent[sid], f"chbench-{self.run_token}-wake-{self.counter}",
-                               self.plan.timeout)
+                target.execute(WAKE_SQL, self.sent[sid], admin_query_id(), self.plan.timeout)
 
     def _calibrate(self, round_no: int) -> None:
         for c in self.doc.calibration:

@@ -215,9 +215,10 @@ class HttpTarget(Target):
             # the header leaves before the result unless the server buffered all of it: then
             # its result counts read 0 whatever came (SELECT number FROM numbers(1000): "0"
             # and 16 KB of body), so they count only when they say something was sent
-            if j.get("result_bytes") not in (None, "0") or not data:
+            counted = j.get("result_bytes") not in (None, "0")
+            if counted or not data:
                 s.result_rows = _int(j.get("result_rows"))
-            if j.get("result_bytes") not in (None, "0"):
+            if counted:
                 s.result_bytes = _int(j.get("result_bytes"))
         return s, data
 
