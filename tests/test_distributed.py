@@ -111,7 +111,10 @@ def test_a_worker_killed_mid_run_is_reported_and_the_run_goes_on(modern: ModernS
     # the killed worker's engine stopped with it: nothing under its prefix after the kill
     i = lv["per_worker"].index(lost[0])
     before = logged(modern, f"{c.prefix}{i}.")
-    assert before - lost[0]["queries"] <= 10  # at most what was in flight or not yet shipped
+    # at most what was in flight or not yet shipped: two 0.2 s ticks (lane host -> worker ->
+    # master) at this worker's 30 QPS, and its queries in flight; an engine that went on after
+    # the kill would add ~300 (seen in a loaded CI run: 12, over a first bound of 10)
+    assert before - lost[0]["queries"] <= 15
     assert time.monotonic() - killed_at > 3
     assert logged(modern, f"{c.prefix}{i}.") == before
     assert lv["total"]["queries"] == sum(w["queries"] for w in lv["per_worker"])
