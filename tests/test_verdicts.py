@@ -207,6 +207,55 @@ def test_simulated_false_alarms_separate_runs():
     assert bursts["rate"] <= 0.02
 
 
+def _separate_pair(n_queries: int, jitter: float, seed: int, moved: dict[int, float] | None = None,
+                   ) -> tuple[dict[str, SideData], dict[str, SideData]]:
+    """Two separate runs whose medians agree to within their own noise: each run's 15
+    times of a query are drawn alike (``jitter``, log sd); ``moved`` multiplies B's."""
+    rng = np.random.default_rng(seed)
+    a, b = {}, {}
+    for q in range(n_queries):
+        keys = [(0, r) for r in range(15)]
+        a[f"q{q}"] = SideData(times=list(100 * np.exp(rng.normal(0, jitter, 15))), keys=keys)
+        b[f"q{q}"] = SideData(times=list(100 * (moved or {}).get(q, 1.0) * np.exp(rng.normal(0, jitter, 15))),
+                              keys=keys)
+    return a, b
+
+
+def test_separate_runs_measure_the_between_run_spread_from_the_queries_scatter():
+    """Ten queries, each run spreading ~3%, whose ratios agree as well as their own noise
+    allows: the queries' scatter is the between-run spread these runs showed. The guess
+    (0.8 x the runs' spread) left all but one or two `unstable`; measured, 9 are `no change`
+    (Student's t over the queries), and a query that moved +15% stands out as `slower`."""
+    a, b = _separate_pair(10, 0.03, seed=8, moved={3: 1.15})
+    guessed = compare_queries(list(a), a, b, Options(between_run=0.8)).queries
+    measured = compare_queries(list(a), a, b, Options(between_run=0.8, measure_between=True)).queries
+    assert sum(r.verdict == "no change" for r in guessed) <= 2
+    assert measured[3].verdict == "slower"
+    assert sum(r.verdict == "no change" for r in measured) == 9
+    assert not any(r.verdict in ("slower", "faster") for i, r in enumerate(measured) if i != 3)
+    quiet = measured[0]
+    assert quiet.between_run is not None and quiet.between_run.source == "queries' scatter"
+    # the interval is Student's t with (queries kept - 1) degrees of freedom on the scatter
+    own = max(r.between_run.sd for r in measured if r.between_run is not None)
+    assert quiet.between_run.half <= sps.t.ppf(0.975, 8) * own + 1e-12
+
+
+def test_separate_runs_of_few_queries_fall_back_to_the_factor():
+    a, b = _separate_pair(5, 0.04, seed=8)
+    rows = compare_queries(list(a), a, b, Options(between_run=0.8, measure_between=True)).queries
+    assert all(r.between_run is not None and r.between_run.source == "factor" for r in rows)
+
+
+def test_separate_runs_scatter_measured_wide_stays_unstable():
+    """Queries whose ratios scatter ±10% between two runs (their own noise says ±2%): the
+    measured spread is wide, and nothing is flagged or called `no change`."""
+    rng = np.random.default_rng(4)
+    moved = {q: float(np.exp(rng.normal(0, 0.10))) for q in range(10)}
+    a, b = _separate_pair(10, 0.02, seed=9, moved=moved)
+    rows = compare_queries(list(a), a, b, Options(between_run=0.8, measure_between=True)).queries
+    assert not any(r.verdict in ("slower", "faster", "no change") for r in rows)
+
+
 def test_a_large_change_not_shown_after_correction_is_not_no_change():
     """Six paired rounds of ten queries: q0 is +30% in every round, a narrow interval,
     but 6 rounds cannot pass Holm over 10 queries (2/2^6 = 0.031 > 0.005). It was called

@@ -172,9 +172,11 @@ def add_statistics(p: argparse.ArgumentParser, verdict_only: bool = False) -> No
     g.add_argument("--method", choices=["chbench", "clickhouse"], default="chbench",
                    help="decision rule: chbench's (default) or ClickHouse CI's randomization test on medians "
                         "(docs/statistics.md)")
-    g.add_argument("--between-run-factor", type=float, default=0.8, metavar="F",
-                   help="two separate runs: allow for each run shifting a query's median by F x its run-to-run "
-                        "spread (MAD); 0 turns it off (default 0.8)")
+    g.add_argument("--between-run-factor", type=float, default=None, metavar="F",
+                   help="two separate runs of one session each: allow for each run shifting a query's median by "
+                        "F x its run-to-run spread (MAD) instead of measuring that shift as the queries' scatter "
+                        "around their common level (the default, with 6 queries or more; F = 0.8 with fewer); "
+                        "0 turns it off")
     g.add_argument("--no-round-factors", action="store_true",
                    help="separate runs: keep each round's machine factor in the times (docs/statistics.md)")
     g.add_argument("--unpaired", action="store_true",

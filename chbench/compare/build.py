@@ -41,7 +41,10 @@ class CompareOptions:
     threshold: float = 0.05
     alpha: float = 0.05
     correction: str = "holm"
-    between_run_factor: float = BETWEEN_RUN_FACTOR
+    # separate runs of one session each: None measures the between-run spread from the
+    # queries' scatter (6 queries or more; BETWEEN_RUN_FACTOR below that); a number is
+    # the user's own guess, as a multiple of each query's run-to-run spread
+    between_run_factor: float | None = None
     method: str = "chbench"  # or "clickhouse": ClickHouse CI's rule (stats/clickhouse.py)
     paired: bool = True  # side by side: per-round ratios (stats/paired.py); --unpaired pools the runs
     round_factors: bool = True  # separate runs: each round's machine factor taken out (stats/rounds.py)
@@ -281,8 +284,10 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
                     query_thresholds=thresholds, paired=not separate and opts.paired)
     factors: dict[str, Any] = {}
     if separate and all(f.format == "chbench" for f in loaded):
-        stats.between_run = opts.between_run_factor
-        notes.append(_between_run_note(a, b_queries, opts.between_run_factor))
+        given = opts.between_run_factor
+        stats.between_run = BETWEEN_RUN_FACTOR if given is None else given
+        stats.measure_between = given is None
+        notes.append(_between_run_note(a, b_queries, stats.between_run))
         if opts.round_factors:
             for label, side in (("a", a), ("b", b)):
                 found = without_round_factors(side)
@@ -296,9 +301,12 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
     if separate:
         result.summary.set_aside = set_aside_summary(a, b)
     shift = result.summary.shift
-    if shift and shift.explained_by_machine and notes and notes[-1].startswith("one session per side"):
-        notes[-1] = ("one session per side: against the machine's shift, each query's between-run spread is the "
-                     "queries' measured scatter around it")
+    scatter = [q.between_run for q in result.queries if q.between_run is not None and "scatter" in q.between_run.source]
+    if scatter and notes and notes[-1].startswith("one session per side"):
+        around = "the machine's shift" if shift and shift.explained_by_machine else "their common level"
+        quiet = math.expm1(min(b.half for b in scatter))
+        notes[-1] = (f"one session per side: each query's between-run spread measured as the queries' scatter around "
+                     f"{around} (±{quiet:.1%} for a quiet query, Student's t); --sessions 3 measures it per query")
     doc = ComparisonDoc(result, a_label=a.label, b_label=b.label, files=files, vs=vs or None, metric=opts.metric,
                         notes=notes + _notes(loaded, separate, machine), method=opts.method)
     if opts.method == "clickhouse":

@@ -53,6 +53,11 @@ TOO_SHORT_MS = 50.0
 # 0.6–1.2x and the noise simulator fitted to that day's runs gave 1.1% false alarms per
 # query at 0.7 and 0.65% at 0.8 (bench/verdict_bars.py --only simulate, docs/statistics.md)
 BETWEEN_RUN_FACTOR = 0.8
+# ... unless measured: two separate runs of ten queries gave ratios scattering 1.3–2.5%
+# around their common level while that factor allowed ±7–14% (2026-12-03, bench/
+# verdict_bars.py --only separate); the scatter is the between-run spread those runs
+# showed. Six queries at least (Student's t with 5 degrees of freedom: 2.57 for 1.96)
+MEASURED_FROM = 6
 
 
 @dataclass
@@ -125,6 +130,11 @@ class Options:
     # (robust sd of their log ratios' deviations), in place of the factor above
     between_run_sd: float | None = None
     typical_within_sd: float = 0.0  # the typical query's own (bootstrap) sd, part of that scatter
+    # separate runs of one session each: measure the between-run spread as the queries'
+    # scatter around their common level (``between_run_sd``) when MEASURED_FROM queries
+    # or more were tested; ``between_run`` is then only the fallback for fewer
+    measure_between: bool = False
+    between_df: int | None = None  # degrees of freedom of a measured ``between_run_sd`` (Student's t)
     # per query, a larger threshold its author set (a performance test's max_ignored_relative_change)
     query_thresholds: dict[str, float] = field(default_factory=dict)
     # side by side: judge each query on its per-round log ratios (stats/paired.py)
@@ -206,7 +216,7 @@ def compare_queries(
     machine explains (its probes, ``stats/machine.py``) is taken out of every verdict.
     Side by side (``opts.paired``) each query is judged on its per-round ratios
     (``stats/paired.py``), the pooled comparison kept next to it (``unpaired``)."""
-    from chbench.stats.shift import apply_shift, common_shift
+    from chbench.stats.shift import apply_shift, common_shift, scatter_of
 
     # the legacy drift guard: intervals widened by the calibration query's change, where
     # no common shift can be taken out instead
@@ -216,6 +226,13 @@ def compare_queries(
         unpaired, _, _ = _judge(names, side_a, side_b, replace(opts, paired=False), np.random.default_rng(SEED),
                                 0.0)
     rows, boots, tested = _judge(names, side_a, side_b, opts, np.random.default_rng(SEED), 0.0)
+    measured = None
+    if opts.measure_between and opts.between_run and opts.between_run_sd is None:
+        measured = scatter_of(rows, boots, tested, MEASURED_FROM)
+        if measured is not None:  # each query judged again, on the spread the queries showed
+            opts = replace(opts, between_run_sd=measured.sd, typical_within_sd=measured.within,
+                           between_df=measured.kept - 1)
+            rows, boots, tested = _judge(names, side_a, side_b, opts, np.random.default_rng(SEED), 0.0)
     shift = common_shift(rows, boots, tested, opts.threshold, machine, np.random.default_rng(SEED + 2))
     if shift is not None:
         scaled = {n: d.scaled(1.0 / shift.ratio) for n, d in side_b.items()}
@@ -226,7 +243,7 @@ def compare_queries(
         # built-in queries by +2% to +23% while most moved +9%; bench/drift_bars.py)
         machine_step = abs(math.log(shift.ratio)) if shift.explained_by_machine else 0.0
         shifted = replace(opts, between_run_sd=shift.scatter_sd, typical_within_sd=shift.within_sd) \
-            if shift.explained_by_machine else opts
+            if shift.explained_by_machine and measured is None else opts
         against, _, _ = _judge(names, side_a, scaled, shifted, np.random.default_rng(SEED), 0.0, half, machine_step)
         apply_shift(rows, against, tested, shift)
     elif widen:
@@ -328,6 +345,7 @@ def _test(row: QueryComparison, a: SideData, b: SideData, opts: Options, rng: np
     assert row.ratio is not None
     center = math.log(row.ratio)
     measured = between_sessions(a, b) if opts.between_run else None
+    quantile = Z95  # of the interval; Student's t where the between-run sd was measured on few queries
     if measured is not None:
         # several sessions per side: the spread of the sessions' medians, measured, with
         # Student's t for its few degrees of freedom (docs/statistics.md)
@@ -341,10 +359,13 @@ def _test(row: QueryComparison, a: SideData, b: SideData, opts: Options, rng: np
         # effect of the machine, the shift's error and a typical query's own noise; a
         # query noisier than typical adds its excess (docs/statistics.md)
         own = (hi - lo) / 2 / Z95
-        sb = max(own, math.sqrt(opts.between_run_sd ** 2 + max(0.0, own ** 2 - opts.typical_within_sd ** 2)))
-        lo, hi = center - Z95 * sb, center + Z95 * sb
+        sb = float(max(own, math.sqrt(opts.between_run_sd ** 2 + max(0.0, own ** 2 - opts.typical_within_sd ** 2))))
+        if opts.between_df:
+            quantile = float(sps.t.ppf(0.975, opts.between_df))
+        lo, hi = center - quantile * sb, center + quantile * sb
+        source = "scatter around the shift" if extra_half else "queries' scatter"
         extra_half = 0.0  # in the scatter already
-        row.between_run = BetweenRun(sb, "scatter around the shift", Z95 * sb)
+        row.between_run = BetweenRun(sb, source, quantile * sb)
     elif opts.between_run:
         # separate runs: each run adds its own offset to every query's median, with a
         # spread that grows with the query's run-to-run spread (docs/statistics.md); the
@@ -361,9 +382,11 @@ def _test(row: QueryComparison, a: SideData, b: SideData, opts: Options, rng: np
         # run adds to a query's median; the test must carry the same between-run variance
         # as the interval, or Holm controls nothing (simulated: 4–6% false alarms per
         # query on a noisy machine without this, docs/statistics.md)
-        sd = (hi - lo) / 2 / Z95
+        sd = (hi - lo) / 2 / quantile
         z = abs(center) / sd if sd > 0 else math.inf
-        row.p_value = max(row.p_value, float(math.erfc(z / math.sqrt(2))))
+        tail = 2 * float(sps.t.sf(z, opts.between_df)) if quantile != Z95 and opts.between_df \
+            else float(math.erfc(z / math.sqrt(2)))
+        row.p_value = max(row.p_value, tail)
     lo, hi = lo - widen, hi + widen
     row.ci = (float(math.exp(lo)), float(math.exp(hi)))
     reasons = [f"A: {r}" for r in instability_reasons(_within_sessions(a), thr, opts.min_runs)]

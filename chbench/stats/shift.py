@@ -18,6 +18,7 @@ explain is the engine's (or its configuration's): a global finding of its own.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,28 +29,51 @@ SHARING = 0.6  # "most queries": the share that must move with the shift
 MIN_QUERIES = 4
 
 
-def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], tested: list[int], threshold: float,
-                 machine: dict[str, Any] | None, rng: np.random.Generator) -> CommonShift | None:
-    """The shift all queries share, or None (too few queries, none, or not shared)."""
+@dataclass(frozen=True)
+class Scatter:
+    """How far the queries' log ratios lie from their common level: measured between-run
+    spread of a typical query, for two separate runs of one session each."""
+
+    centre: float  # median of the queries' log ratios
+    sd: float  # sd of their deviations from it, those beyond 3 robust sds left out
+    within: float  # a typical query's own sd (median of their bootstrap sds), part of ``sd``
+    kept: int  # queries the sd was measured on: its degrees of freedom are kept - 1
+
+
+def scatter_of(rows: list[QueryComparison], boots: dict[int, np.ndarray], tested: list[int],
+               min_queries: int = MIN_QUERIES) -> Scatter | None:
+    """The queries' scatter around their common level, or None with too few queries."""
     idx = [i for i in tested if i in boots and finite_ratio(rows[i]) is not None]
-    if len(idx) < MIN_QUERIES:
+    if len(idx) < min_queries:
         return None
     logs = np.log([float(rows[i].ratio or 1.0) for i in idx])
     centre = float(np.median(logs))
+    # the sd of the queries' deviations with those beyond 3 robust sds (1.4826 x MAD)
+    # left out, so a query that moved differently does not widen everyone's interval; a
+    # plain sd of the rest rather than the MAD itself, which over 10 queries is a far
+    # noisier estimate (37% efficiency)
+    dev = logs - centre
+    mad_sd = 1.4826 * float(np.median(np.abs(dev)))
+    kept = dev[np.abs(dev) <= 3 * mad_sd] if mad_sd > 0 else dev
+    sd = float(np.sqrt(np.sum(kept ** 2) / max(1, len(kept) - 1)))
+    within = float(np.median([np.std(boots[i]) for i in idx]))  # a typical query's own sd (its bootstrap)
+    return Scatter(centre, sd, within, len(kept))
+
+
+def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], tested: list[int], threshold: float,
+                 machine: dict[str, Any] | None, rng: np.random.Generator) -> CommonShift | None:
+    """The shift all queries share, or None (too few queries, none, or not shared)."""
+    sc = scatter_of(rows, boots, tested)
+    if sc is None:
+        return None
+    idx = [i for i in tested if i in boots and finite_ratio(rows[i]) is not None]
+    logs = np.log([float(rows[i].ratio or 1.0) for i in idx])
+    centre, scatter, within = sc.centre, sc.sd, sc.within
     reps = np.vstack([boots[i] for i in idx])  # queries × replicates
     n, m = reps.shape
     pick = rng.integers(0, n, (m, n))
     lo, hi = np.percentile(np.median(reps[pick, np.arange(m)[:, None]], axis=1), [2.5, 97.5])
     sharing = int(np.sum(np.abs(logs - centre) <= math.log1p(threshold)))
-    # how far the typical query lies from the shift: the sd of the queries' deviations
-    # with those beyond 3 robust sds (1.4826 x MAD) left out, so a query that moved
-    # differently does not widen everyone's interval; a plain sd of the rest rather than
-    # the MAD itself, which over 10 queries is a far noisier estimate (37% efficiency)
-    dev = logs - centre
-    mad_sd = 1.4826 * float(np.median(np.abs(dev)))
-    kept = dev[np.abs(dev) <= 3 * mad_sd] if mad_sd > 0 else dev
-    scatter = float(np.sqrt(np.sum(kept ** 2) / max(1, len(kept) - 1)))
-    within = float(np.median(np.std(reps, axis=1)))  # a typical query's own sd (its bootstrap)
     if not (lo > 0 or hi < 0) or sharing < max(3, math.ceil(SHARING * n)):
         return None
     ratio = math.exp(centre)

@@ -171,7 +171,7 @@ def separate(model: NoiseModel, seed: int, change: float = 1.0, changed: tuple[i
 def _options(mode: str) -> Options:
     if mode == "side-by-side":
         return Options(paired=True)
-    return Options(between_run=BETWEEN_RUN_FACTOR)  # compare's default for two separate files
+    return Options(between_run=BETWEEN_RUN_FACTOR, measure_between=True)  # compare's default for two separate files
 
 
 def verdicts(model: NoiseModel, mode: str, seed: int, change: float = 1.0,

@@ -84,7 +84,7 @@ class BetweenRun:
     """Separate runs: the allowance for each run's own offset of the query's median."""
 
     sd: float
-    source: str  # "factor", "scatter around the shift", "N/M sessions"
+    source: str  # "factor", "queries' scatter", "scatter around the shift", "N/M sessions"
     half: float  # its share of the interval's half-width (log)
 
 
