@@ -17,6 +17,8 @@ Parts:
              --no-probes in alternated runs (--rounds of each): the median client_ms -
              server_ms over all samples of each within 0.05 ms of each other; every run's
              own median is recorded with their spread.
+  semireal   power on real noise: the separate pairs' B files with three queries' times x1.10 and
+             x1.15, compared with the measured between-run spread and with the 0.8 guess.
   simulate   the noise simulator (chbench/stats/simulate.py): false alarms per query over
              >= 10,000 A/A comparisons side by side and separate, and the power at +10%.
 
@@ -142,6 +144,45 @@ def separate(res: dict, pairs: int) -> None:
         "disturbed_definite": [p["definite"] for p in dist]}}
 
 
+def semireal(res: dict, pairs: int) -> None:
+    """Power on real noise: each separate A/A pair's B file with three queries' times
+    multiplied by 1.10 and 1.15 (three disjoint triples), compared with the measured
+    between-run spread (the default) and with the guess (--between-run-factor 0.8)."""
+    import copy
+    import os
+    import tempfile
+
+    out: dict[str, Any] = {}
+    for change in (1.10, 1.15):
+        found = {"measured": 0, "guess": 0}
+        wrong = {"measured": 0, "guess": 0}
+        changed = 0
+        for i in range(pairs):
+            a, b = OUT / f"v24-sep-{i}-a.json", OUT / f"v24-sep-{i}-b.json"
+            doc = json.loads(b.read_text())
+            for pick in ((0, 3, 6), (1, 4, 7), (2, 5, 8)):
+                d = copy.deepcopy(doc)
+                for q in pick:
+                    for smp in d["queries"][q]["samples"]:
+                        for k in ("client_ms", "server_ms"):
+                            if smp.get(k):
+                                smp[k] *= change
+                fd, path = tempfile.mkstemp(suffix=".json")
+                os.write(fd, json.dumps(d).encode())
+                os.close(fd)
+                try:
+                    for mode, extra in (("measured", []), ("guess", ["--between-run-factor", "0.8"])):
+                        v = [q["verdict"] for q in compare(str(a), path, *extra)[0]["queries"]]
+                        found[mode] += sum(v[q] == "slower" for q in pick)
+                        wrong[mode] += sum(x in FLAG for k, x in enumerate(v) if k not in pick)
+                finally:
+                    os.unlink(path)
+                changed += len(pick)
+        out[f"+{change - 1:.0%}"] = {"changed": changed, "slower": found, "false_alarms": wrong}
+        print(f"  +{change - 1:.0%}: {found} of {changed} (false alarms {wrong})", file=sys.stderr)
+    res["semireal"] = out
+
+
 def _overheads(doc: dict) -> list[float]:
     return [s["client_ms"] - s["server_ms"] for s in doc["queries"][0]["samples"]
             if not s["warmup"] and not s["error"] and s["server_ms"] is not None]
@@ -243,6 +284,7 @@ def main() -> None:
     res: dict = json.loads(path.read_text()) if path.exists() else {}
     parts = {"sbs": lambda: sbs(res, args.runs), "separate": lambda: separate(res, args.pairs),
              "probes": lambda: probes(res, args.rounds), "simulate": lambda: simulate(res, args.docs),
+             "semireal": lambda: semireal(res, args.pairs),
              "fit": lambda: fit_part(res, args.fit or [str(p) for p in sorted(OUT.glob("v24-sbs-aa-*.json"))])}
     for part in args.only.split(","):
         t = time.monotonic()
