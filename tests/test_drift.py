@@ -256,8 +256,14 @@ def test_sessions_run_and_several_files_per_side(tmp_path):
     assert out["vs"] == [str(b), str(c)]
     assert any("measured from 3 session(s) of A and 2 of B" in n for n in out["notes"])
     assert all(q.get("between_run_from") == "3/2 sessions" for q in out["queries"] if q.get("ci"))
+    # one session per side, ten queries: their scatter is the between-run spread; a factor
+    # given is the user's own guess
     r = run_cli("compare", str(b), str(c), "--format", "json")
-    assert any("--between-run-factor" in n for n in r.json()["notes"])
+    assert any("measured as the queries' scatter" in n for n in r.json()["notes"])
+    assert all(q.get("between_run_from") == "queries' scatter" for q in r.json()["queries"] if q.get("ci"))
+    r = run_cli("compare", str(b), str(c), "--format", "json", "--between-run-factor", "0.8")
+    assert any("guessed as 0.8 ×" in n for n in r.json()["notes"])
+    assert all(q.get("between_run_from") == "factor" for q in r.json()["queries"] if q.get("ci"))
 
 
 def test_reference_probe_times_its_task_in_a_process_of_its_own():

@@ -18,7 +18,7 @@ from chbench.errors import UsageError
 from chbench.explain.build import explain_rows
 from chbench.plan import rounds_to_show_a_change
 from chbench.results import open_results
-from chbench.stats.compare import BETWEEN_RUN_FACTOR, Options, compare_queries, machine_change
+from chbench.stats.compare import BETWEEN_RUN_FACTOR, MEASURED_FROM, Options, compare_queries, machine_change
 from chbench.stats.machine import describe, difference, reference_change, summarize
 from chbench.stats.verdict import QueryComparison
 
@@ -240,6 +240,25 @@ def _between_run_note(a: Side, b_queries: dict[str, Any], factor: float) -> str:
             "spread (--between-run-factor); run with --sessions 3 (or give several files per side) to measure it")
 
 
+def _say_between_run(notes: list[str], result: Any, stats: Options) -> None:
+    """The one-session note, once the queries were judged: measured as their scatter, or
+    guessed because too few queries were judged to measure it."""
+    at = next((i for i, n in enumerate(notes) if n.startswith("one session per side")), None)
+    if at is None:
+        return
+    shift = result.summary.shift
+    scatter = [q.between_run for q in result.queries if q.between_run is not None and "scatter" in q.between_run.source]
+    if scatter:
+        around = "the machine's shift" if shift and shift.explained_by_machine else "their common level"
+        quiet = math.expm1(min(b.half for b in scatter))
+        notes[at] = (f"one session per side: each query's between-run spread measured as the queries' scatter around "
+                     f"{around} (±{quiet:.1%} for a quiet query, Student's t); --sessions 3 measures it per query")
+    elif stats.measure_between:
+        tested = sum(1 for q in result.queries if q.between_run is not None)
+        notes[at] = notes[at].replace("one session per side:", f"one session per side and {tested} queries judged "
+                                      f"(their scatter measures it from {MEASURED_FROM}):", 1)
+
+
 def set_aside_summary(a: Side, b: Side) -> dict[str, Any] | None:
     """How many runs (and rounds) each side set aside on a busy machine, how they were
     told (``timeline``: per sample; ``probes``: per reading), and whether it ever got quiet."""
@@ -301,12 +320,7 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
     if separate:
         result.summary.set_aside = set_aside_summary(a, b)
     shift = result.summary.shift
-    scatter = [q.between_run for q in result.queries if q.between_run is not None and "scatter" in q.between_run.source]
-    if scatter and notes and notes[-1].startswith("one session per side"):
-        around = "the machine's shift" if shift and shift.explained_by_machine else "their common level"
-        quiet = math.expm1(min(b.half for b in scatter))
-        notes[-1] = (f"one session per side: each query's between-run spread measured as the queries' scatter around "
-                     f"{around} (±{quiet:.1%} for a quiet query, Student's t); --sessions 3 measures it per query")
+    _say_between_run(notes, result, stats)
     doc = ComparisonDoc(result, a_label=a.label, b_label=b.label, files=files, vs=vs or None, metric=opts.metric,
                         notes=notes + _notes(loaded, separate, machine), method=opts.method)
     if opts.method == "clickhouse":
