@@ -17,6 +17,8 @@ Parts:
              --no-probes in alternated runs (--rounds of each): the median client_ms -
              server_ms over all samples of each within 0.05 ms of each other; every run's
              own median is recorded with their spread.
+  disturbed  --pairs pairs, each an undisturbed A and a B with the neighbour, at --quiet-threshold
+             (run's default when not given): definite verdicts and flags of each.
   semireal   power on real noise: the separate pairs' B files with three queries' times x1.10 and
              x1.15, compared with the measured between-run spread and with the 0.8 guess.
   simulate   the noise simulator (chbench/stats/simulate.py): false alarms per query over
@@ -107,6 +109,24 @@ def sbs(res: dict, runs: int) -> None:
         "aa_no_change_share": round(sum(c.get("no change", 0) for c in aa) / n, 3) if n else None,
     }
     res["sbs"] = out
+
+
+def disturbed(res: dict, pairs: int, threshold: str | None) -> None:
+    """Only disturbed pairs (an undisturbed A, B with the neighbour), at a given
+    --quiet-threshold: definite verdicts and flags of each."""
+    extra = ["--quiet-threshold", threshold] if threshold else []
+    out = []
+    for i in range(pairs):
+        a, b = OUT / f"v24-dist{threshold or ''}-{i}-a.json", OUT / f"v24-dist{threshold or ''}-{i}-b.json"
+        run(a, "--iterations", "15", *extra)
+        run(b, "--iterations", "15", *extra, neighbour=True)
+        doc, code, _ = compare(str(a), str(b))
+        v = [q["verdict"] for q in doc["queries"]]
+        out.append({"verdicts": counts(v), "definite": sum(x in DEFINITE for x in v),
+                    "flagged": sum(x in FLAG for x in v), "set_aside": doc["summary"].get("set_aside")})
+        print(f"  disturbed pair {i}: {out[-1]['verdicts']}", file=sys.stderr)
+    res[f"disturbed{threshold or ''}"] = {"pairs": out, "bar": {"definite": [p["definite"] for p in out],
+                                                               "flagged": sum(p["flagged"] for p in out)}}
 
 
 def run_spread(path: Path) -> float:
@@ -276,6 +296,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="probes: alternations (default 3)")
     ap.add_argument("--docs", type=int, default=1000, help="simulate: comparisons of 10 queries per mode")
     ap.add_argument("--reuse", action="store_true", help="compare files already in bench/out again")
+    ap.add_argument("--quiet-threshold", default=None, metavar="PCT", help="disturbed: run's --quiet-threshold")
     ap.add_argument("--fit", nargs="*", default=[], metavar="FILE", help="fit: run files to fit the noise model to")
     args = ap.parse_args()
     REUSE = args.reuse
@@ -285,6 +306,7 @@ def main() -> None:
     parts = {"sbs": lambda: sbs(res, args.runs), "separate": lambda: separate(res, args.pairs),
              "probes": lambda: probes(res, args.rounds), "simulate": lambda: simulate(res, args.docs),
              "semireal": lambda: semireal(res, args.pairs),
+             "disturbed": lambda: disturbed(res, args.pairs, args.quiet_threshold),
              "fit": lambda: fit_part(res, args.fit or [str(p) for p in sorted(OUT.glob("v24-sbs-aa-*.json"))])}
     for part in args.only.split(","):
         t = time.monotonic()
