@@ -26,6 +26,7 @@ from chbench.history.record import HistoryRun, QueryRecord
 from chbench.history.store import Reported, matches
 
 SCHEMA_VERSION = 1
+OPEN_WAIT_S = 60.0  # how long a writer waits for another (its transaction, or its creating the file)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS runs (run_id TEXT PRIMARY KEY, started_at REAL NOT NULL, added_at REAL NOT NULL,
@@ -45,22 +46,38 @@ class LocalStore:
         self.location = str(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            # a writer waits for another's transaction (up to 60 s) instead of failing
-            self.db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=FULL")
-            with self._write():
-                for statement in filter(str.strip, _SCHEMA.split(";")):
-                    self.db.execute(statement)
-                row = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-                if row is None:
-                    self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-                elif int(row[0]) > SCHEMA_VERSION:
-                    raise UsageError(f"{path}: a history written by a newer chbench (schema {row[0]}); upgrade chbench")
+            deadline = time.monotonic() + OPEN_WAIT_S
+            while True:
+                try:
+                    self._open(path)
+                    break
+                except sqlite3.OperationalError as e:
+                    # two writers creating the store at once: switching a new file to WAL
+                    # takes its lock without waiting on the busy timeout (seen in CI:
+                    # "database is locked" at once); the other writer is done in moments
+                    if "locked" not in str(e) or time.monotonic() > deadline:
+                        raise
+                    self.db.close()
+                    time.sleep(0.05)
         except sqlite3.DatabaseError as e:
             raise UsageError(f"--store {path}: not a chbench history ({e})") from None
         except OSError as e:
             raise UsageError(f"--store {path}: {e.strerror or e}") from None
+
+    def _open(self, path: Path) -> None:
+        # a writer waits for another's transaction (up to 60 s) instead of failing
+        self.db = sqlite3.connect(str(path), timeout=OPEN_WAIT_S, isolation_level=None)
+        if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":  # WAL persists in the file
+            self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        with self._write():
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                self.db.execute(statement)
+            row = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is None:
+                self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            elif int(row[0]) > SCHEMA_VERSION:
+                raise UsageError(f"{path}: a history written by a newer chbench (schema {row[0]}); upgrade chbench")
 
     def _write(self) -> _Transaction:
         return _Transaction(self.db)
