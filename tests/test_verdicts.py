@@ -256,6 +256,25 @@ def test_separate_runs_scatter_measured_wide_stays_unstable():
     assert not any(r.verdict in ("slower", "faster", "no change") for r in rows)
 
 
+def test_separate_runs_a_shift_within_the_threshold_makes_no_query_a_finding():
+    """Every query of B -3% (a shift within ±5% the probes do not explain) and one -7%:
+    against 1 it is beyond the threshold, against the shift only -4%. Between separate
+    runs the shift may be either machine's; it is no finding, so it must not make one:
+    `unstable`, its verdict against 1 kept in vs_one. Side by side (both sides on one
+    machine) the shift is the engine's and the -7% stands."""
+    moved = {q: 0.97 for q in range(10)} | {3: 0.93}
+    a, b = _separate_pair(10, 0.01, seed=8, moved=moved)
+    probes_saw_nothing = {"probes": {"a": {}, "b": {}}, "busier": None, "material": False, "differences": []}
+    res = compare_queries(list(a), a, b, Options(between_run=0.8, measure_between=True), probes_saw_nothing)
+    assert res.summary.shift is not None and res.summary.shift.verdict == "no change"
+    q3 = res.queries[3]
+    assert q3.verdict == "unstable" and q3.vs_one is not None and q3.vs_one.verdict == "faster"
+    assert q3.reason == "beyond ±5% only with the common shift"
+    assert all(r.verdict == "no change" for i, r in enumerate(res.queries) if i != 3)
+    side_by_side = compare_queries(list(a), a, b, Options())
+    assert side_by_side.queries[3].verdict == "faster"
+
+
 def test_a_large_change_not_shown_after_correction_is_not_no_change():
     """Six paired rounds of ten queries: q0 is +30% in every round, a narrow interval,
     but 6 rounds cannot pass Holm over 10 queries (2/2^6 = 0.031 > 0.005). It was called

@@ -245,7 +245,7 @@ def compare_queries(
         shifted = replace(opts, between_run_sd=shift.scatter_sd, typical_within_sd=shift.within_sd) \
             if shift.explained_by_machine and measured is None else opts
         against, _, _ = _judge(names, side_a, scaled, shifted, np.random.default_rng(SEED), 0.0, half, machine_step)
-        apply_shift(rows, against, tested, shift)
+        apply_shift(rows, against, tested, shift, opts.threshold, separate=machine is not None)
     elif widen:
         rows, boots, tested = _judge(names, side_a, side_b, opts, np.random.default_rng(SEED), widen)
     if machine and machine.get("busier") in ("A", "B"):
