@@ -53,7 +53,7 @@ TOO_SHORT_MS = 50.0
 # 0.6–1.2x and the noise simulator fitted to that day's runs gave 1.1% false alarms per
 # query at 0.7 and 0.65% at 0.8 (bench/verdict_bars.py --only simulate, docs/statistics.md)
 BETWEEN_RUN_FACTOR = 0.8
-# ... unless measured: two separate runs of ten queries gave ratios scattering 1.3–2.5%
+# ... unless measured: two separate runs of ten queries gave ratios scattering 1.1–2.4%
 # around their common level while that factor allowed ±7–14% (2026-12-03, bench/
 # verdict_bars.py --only separate); the scatter is the between-run spread those runs
 # showed. Six queries at least (Student's t with 5 degrees of freedom: 2.57 for 1.96)
