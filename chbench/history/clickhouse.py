@@ -127,9 +127,11 @@ class ClickHouseStore:
                 for name, body in _TABLES.items():
                     self.conn.command(f"CREATE TABLE IF NOT EXISTS `{db}`.{name} {body}")
         except Exception as e:  # noqa: BLE001 - the server's refusal, as one line
+            self.conn.close()
             raise ConnectError(f"--store {self.location}: cannot {'read' if not create else 'create'} the history "
                                f"tables ({str(e).splitlines()[0][:300]})") from None
         if not create and not there:
+            self.conn.close()  # nothing to read: the caller gets NoHistory, not this store
             raise NoHistoryThere(self.location)
 
     def _t(self, name: str) -> str:

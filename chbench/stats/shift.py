@@ -23,7 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from chbench.stats.verdict import CommonShift, Evidence, QueryComparison, finite_ratio, pct
+from chbench.stats.verdict import (
+    FLAGGED,
+    NO_CHANGE,
+    UNSTABLE,
+    CommonShift,
+    Evidence,
+    QueryComparison,
+    finite_ratio,
+    pct,
+)
 
 SHARING = 0.6  # "most queries": the share that must move with the shift
 MIN_QUERIES = 4
@@ -140,13 +149,13 @@ def apply_shift(rows: list[QueryComparison], against: list[QueryComparison], tes
             r.reasoning = (f"against the machine's common shift ({pct(shift.ratio)}): {pct(s.ratio or 1.0)} "
                      f"[{pct(lo)}, {pct(hi)}], {s.reasoning}")
             r.flags = list(s.flags)
-        elif separate and r.verdict in ("slower", "faster") and shift.verdict == "no change" and s.verdict != r.verdict:
+        elif separate and r.verdict in FLAGGED and shift.verdict == NO_CHANGE and s.verdict != r.verdict:
             # a shift within the threshold is no finding, so it must not make one: a query
             # beyond the threshold only with the shift counted in is the shift's doing,
             # machine or engine (an A/A pair on the embedded engine: all queries -2.8%,
             # one -6.6% [-9.8%, -3.2%] was called faster; against the shift it is -3.8%)
             r.vs_one = Evidence(r.verdict, ci=r.ci, p_adjusted=r.p_adjusted, reasoning=r.reasoning)
-            r.verdict = "unstable"
+            r.verdict = UNSTABLE
             r.reasons = [f"{pct(r.ratio or 1.0)} against 1 but {pct(s.ratio or 1.0)} against the common shift "
                          f"({pct(shift.ratio)}, within ±{threshold:.0%}): beyond the threshold only with the shift "
                          "counted in"]
