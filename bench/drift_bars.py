@@ -13,7 +13,8 @@ Parts:
              queries get a definite verdict rather than `unstable`.
   sens       --scale 1.0 then --scale 1.1, separate runs, compared: >= 8 of 10 slower, or a
              global +10% shift the probes do not explain (interval containing +10%), exit 1.
-  sessions   A/A with --sessions 3 per side: unstable <= 2 of 10, 0 flagged.
+  sessions   A/A with --sessions 3 per side (--pairs pairs): unstable <= 2 of 10, 0 flagged; and
+             +10% rows (--scale 1.1) against the first A of every second pair (power).
 
 Run it on an otherwise idle machine. Writes bench/out/drift_bars.json and a Markdown
 summary.
@@ -117,14 +118,28 @@ def sens(res: dict) -> None:
                    "verdicts": v}
 
 
-def sessions(res: dict) -> None:
-    a, b = OUT / "drift-sessions-a.json", OUT / "drift-sessions-b.json"
-    run(a, "--sessions", "3")
-    run(b, "--sessions", "3")
-    doc, code, _ = compare(str(a), "--vs", str(b))
-    v = [q["verdict"] for q in doc["queries"]]
-    res["sessions"] = {"flagged": sum(x in FLAG for x in v), "unstable": v.count("unstable"), "of": 10,
-                       "exit": code, "notes": doc.get("notes"), "verdicts": v}
+def sessions(res: dict, pairs: int = 1) -> None:
+    """A/A pairs of --sessions 3 runs; each later run also makes a +10%-rows pair with the
+    first A (power). ``--pairs`` sets how many A/A pairs (the +10% runs are half as many)."""
+    out, up = [], []
+    for i in range(pairs):
+        a, b = OUT / f"drift-sessions-{i}-a.json", OUT / f"drift-sessions-{i}-b.json"
+        run(a, "--sessions", "3")
+        run(b, "--sessions", "3")
+        doc, code, _ = compare(str(a), "--vs", str(b))
+        v = [q["verdict"] for q in doc["queries"]]
+        out.append({"flagged": sum(x in FLAG for x in v), "unstable": v.count("unstable"), "exit": code,
+                    "from": sorted({q.get("between_run_from") for q in doc["queries"]} - {None}),
+                    "notes": doc.get("notes"), "verdicts": v})
+        print(f"  sessions pair {i}: {out[-1]['flagged']} flagged, {out[-1]['unstable']} unstable", file=sys.stderr)
+        if i % 2 == 0:
+            c = OUT / f"drift-sessions-{i}-up.json"
+            run(c, "--sessions", "3", "--scale", "1.1")
+            doc, code, _ = compare(str(a), "--vs", str(c))
+            v = [q["verdict"] for q in doc["queries"]]
+            up.append({"slower": v.count("slower"), "faster": v.count("faster"), "exit": code, "verdicts": v})
+    res["sessions"] = {"flagged": sum(p["flagged"] for p in out), "unstable": [p["unstable"] for p in out],
+                       "of": 10 * len(out), "pairs": out, "scaled 1.1": up}
 
 
 def main() -> None:
@@ -140,7 +155,8 @@ def main() -> None:
     res: dict = {}
     for part in args.only.split(","):
         t = time.monotonic()
-        {"aa-drift": lambda r: aa_drift(r, args.pairs), "sens": sens, "sessions": sessions}[part](res)
+        {"aa-drift": lambda r: aa_drift(r, args.pairs), "sens": sens,
+         "sessions": lambda r: sessions(r, args.pairs)}[part](res)
         print(f"{part}: done in {time.monotonic() - t:.0f} s", file=sys.stderr)
     (OUT / "drift_bars.json").write_text(json.dumps(res, indent=1) + "\n")
     print("| bar | measured | target |\n|---|---|---|")
@@ -156,7 +172,8 @@ def main() -> None:
         print(f"| +10% separate runs | {r['slower']} of 10 slower, exit {r['exit']}{shift} | ≥ 8, exit 1 |")
     if "sessions" in res:
         r = res["sessions"]
-        print(f"| A/A --sessions 3 per side | {r['unstable']} unstable, {r['flagged']} flagged | ≤ 2, 0 |")
+        print(f"| A/A --sessions 3 per side | {r['unstable']} unstable per pair, {r['flagged']} flagged | ≤ 2, 0 |")
+        print(f"| +10% rows, --sessions 3 | {[u['slower'] for u in r['scaled 1.1']]} slower | (power) |")
 
 
 if __name__ == "__main__":

@@ -246,7 +246,11 @@ def simulate(res: dict, docs: int) -> None:
     out["separate, bursts in B"] = false_alarms(replace(model, burst_rate=0.4), "separate", docs)
     out["separate, no probes"] = false_alarms(model, "separate", docs, probes=False)
     out["side-by-side, bursts"] = false_alarms(replace(model, burst_rate=0.4), "side-by-side", docs)
-    for k in ("separate, bursts in B", "separate, no probes", "side-by-side, bursts"):
+    # three sessions per side (run --sessions 3): their spread pooled over the queries
+    out["sessions 3"] = false_alarms(model, "separate", docs, sessions=3)
+    out["sessions 3 power +10%"] = power(model, "separate", max(50, docs // 10), 1.10, sessions=3)
+    for k in ("separate, bursts in B", "separate, no probes", "side-by-side, bursts", "sessions 3",
+              "sessions 3 power +10%"):
         print(f"  {k}: {out[k]}", file=sys.stderr)
     out["seconds"] = round(time.monotonic() - t)
     res["simulate"] = out

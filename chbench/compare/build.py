@@ -202,6 +202,12 @@ def _kept_others(probes: dict[str, dict[str, Any]], a: Side, b: Side) -> None:
             client["others_share"] = sum(side.kept_others) / len(side.kept_others) / client["cpus"]
 
 
+def _rank_sum_smallest_p(n: int, m: int) -> float:
+    """A rank-sum test's smallest exact two-sided p: 2 / C(n + m, n), in logs (a session
+    of 600 runs a side would overflow a float: seen with --sessions 3)."""
+    return math.exp(math.log(2.0) - math.lgamma(n + m + 1) + math.lgamma(n + 1) + math.lgamma(m + 1))
+
+
 def too_few_to_show(rows: list[QueryComparison], alpha: float) -> str | None:
     """A note when no query had runs enough for any p-value to pass Holm's first step
     (alpha / queries; under BH equal small p-values can all pass, so not said there)
@@ -213,9 +219,9 @@ def too_few_to_show(rows: list[QueryComparison], alpha: float) -> str | None:
         if r.p_value is None or r.a is None or r.b is None:
             continue
         if r.paired is not None:  # signed-rank: every round's ratio the same way
-            counts.append((2.0 / 2.0 ** max(1, r.paired.pairs), f"{r.paired.pairs} paired rounds", True))
+            counts.append((2.0 ** (1 - max(1, r.paired.pairs)), f"{r.paired.pairs} paired rounds", True))
         elif r.a.runs and r.b.runs:  # rank-sum: every run of one side below the other's
-            counts.append((2.0 / math.comb(r.a.runs + r.b.runs, r.a.runs), f"{r.a.runs} / {r.b.runs} runs", False))
+            counts.append((_rank_sum_smallest_p(r.a.runs, r.b.runs), f"{r.a.runs} / {r.b.runs} runs", False))
     if not counts:
         return None
     need = alpha / len(counts)
@@ -223,7 +229,7 @@ def too_few_to_show(rows: list[QueryComparison], alpha: float) -> str | None:
     if smallest < need:
         return None
     runs = rounds_to_show_a_change(len(counts), alpha) if paired else \
-        next(n for n in range(2, 1000) if 2.0 / math.comb(2 * n, n) < need)
+        next(n for n in range(2, 1000) if _rank_sum_smallest_p(n, n) < need)
     return (f"{what} per query: no query can be shown slower or faster — a rank test's smallest p is "
             f"{smallest:.2g}, and {len(counts)} queries corrected for each other (Holm, alpha {alpha:g}) "
             f"need below {need:.2g}; measure with --iterations {runs} or more")
@@ -241,8 +247,19 @@ def _between_run_note(a: Side, b_queries: dict[str, Any], factor: float) -> str:
 
 
 def _say_between_run(notes: list[str], result: Any, stats: Options) -> None:
-    """The one-session note, once the queries were judged: measured as their scatter, or
-    guessed because too few queries were judged to measure it."""
+    """The between-run note, once the queries were judged: with sessions, whether their
+    spread was pooled over the queries; with one session per side, measured as the
+    queries' scatter, or guessed because too few queries were judged to measure it."""
+    pooled = [q for q in result.queries if q.between_run is not None and "pooled" in q.between_run.source]
+    at = next((i for i, n in enumerate(notes) if n.startswith("between-run spread measured from")), None)
+    if pooled and at is not None:
+        own = [q.name for q in result.queries if q.between_run is not None and q.between_run.source.endswith(
+            "sessions")]
+        notes[at] = notes[at].replace("(each query's session medians)", (
+            f"(each query's session medians; how far they stray, as a multiple of each query's run spread, "
+            f"{pooled[0].between_run.source.rsplit(', ', 1)[1]}"
+            + (f"; far noisier, judged on its own: {', '.join(own)}" if own else "") + ")"), 1)
+        return
     at = next((i for i, n in enumerate(notes) if n.startswith("one session per side")), None)
     if at is None:
         return

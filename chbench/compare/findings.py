@@ -10,6 +10,10 @@ from chbench.compare.document import ComparisonDoc
 from chbench.stats.verdict import UNSTABLE, pct
 
 
+def _queries(n: int) -> str:
+    return f"{n} quer{'y' if n == 1 else 'ies'}"
+
+
 def findings(doc: ComparisonDoc, separate: bool) -> list[str]:
     out: list[str] = []
     s = doc.summary
@@ -40,15 +44,21 @@ def findings(doc: ComparisonDoc, separate: bool) -> list[str]:
                    "rerun when the other work is done, or measure side by side")
     qualified = [q for q in doc.queries if q.verdict == UNSTABLE and q.busier_machine]
     if qualified:
-        out.append(f"{len(qualified)} quer{'y' if len(qualified) == 1 else 'ies'} slower in {busier}, which ran on the "
+        out.append(f"{_queries(len(qualified))} slower in {busier}, which ran on the "
                    f"busier machine: not told apart from the machine ({', '.join(q.name for q in qualified[:5])})")
     unstable = [q for q in doc.queries if q.verdict == UNSTABLE and q not in qualified]
+    uneven = [q for q in unstable if any("uneven effect" in r for r in q.reasons)]
+    if uneven:
+        out.append(f"{_queries(len(uneven))} moved unlike the rest while the machine moved them all "
+                   f"({', '.join(q.name for q in uneven[:5])}): not told apart from the machine's uneven effect; "
+                   "rerun on a quiet machine, or measure side by side")
+    unstable = [q for q in unstable if q not in uneven]
     if unstable:
-        n = len(unstable)
-        what_next = ("a side-by-side run (--target A --target B, or --setting-b/--scale-b) or --sessions 3 per "
-                     "side narrows it" if separate else "more rounds (--iterations, or a longer "
-                     "--max-time-per-query) narrow it")
-        out.append(f"{n} quer{'y' if n == 1 else 'ies'} unstable: noise wider than the ±{s.threshold:.0%} a verdict "
+        sessions = any(q.between_run is not None and "sessions" in q.between_run.source for q in unstable)
+        what_next = ("a side-by-side run (--target A --target B, or --setting-b/--scale-b)"
+                     + ("" if sessions else " or --sessions 3 per side") + " narrows it" if separate else
+                     "more rounds (--iterations, or a longer --max-time-per-query) narrow it")
+        out.append(f"{_queries(len(unstable))} unstable: noise wider than the ±{s.threshold:.0%} a verdict "
                    f"needs; {what_next}")
     paired = [q for q in doc.queries if q.paired is not None]
     if paired:

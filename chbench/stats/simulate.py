@@ -140,13 +140,32 @@ def one_run(model: NoiseModel, rng: np.random.Generator, offsets: np.ndarray, bu
     return out, level + float(np.mean(mach.seen))
 
 
+def _sessions(model: NoiseModel, rng: np.random.Generator, own: np.ndarray, burst_rate: float, factor: np.ndarray,
+              sessions: int) -> tuple[dict[str, SideData], float]:
+    """One side of separate runs: ``sessions`` runs of its own, kept apart as a results
+    file of ``run --sessions N`` keeps them, and the machine's mean level over them."""
+    runs = [one_run(model, rng, rng.normal(0, own), burst_rate, factor) for _ in range(sessions)]
+    if sessions == 1:
+        return runs[0]
+    out: dict[str, SideData] = {}
+    for name in runs[0][0]:
+        d = out[name] = SideData()
+        for k, (run, _) in enumerate(runs):
+            d.times += run[name].times
+            d.client_times += run[name].client_times
+            d.keys += [(k, r) for _, r in run[name].keys]
+            d.sessions.append(list(run[name].times))
+    return out, float(np.mean([level for _, level in runs]))
+
+
 def separate(model: NoiseModel, seed: int, change: float = 1.0, changed: tuple[int, ...] | None = None,
-             ) -> tuple[dict[str, SideData], dict[str, SideData], dict[str, Any]]:
-    """Two runs minutes apart: each with its own per-query offsets (``between_run``), its
-    own level (``run_offset``) and its own drift; bursts, when the model has them, in B
-    only. Returns both sides and what the machine probes would report: a neighbour
-    during B shows as other processes' CPU; the machine's level as the reference task
-    (timed in its own process: ±1% per run, material from 3%, stats/machine.py)."""
+             sessions: int = 1) -> tuple[dict[str, SideData], dict[str, SideData], dict[str, Any]]:
+    """Two runs minutes apart (``sessions`` per side): each with its own per-query offsets
+    (``between_run``), its own level (``run_offset``) and its own drift; bursts, when the
+    model has them, in B only. Returns both sides and what the machine probes would
+    report: a neighbour during B shows as other processes' CPU; the machine's level as
+    the reference task (timed in its own process: ±1% per run, material from 3%,
+    stats/machine.py)."""
     rng = np.random.default_rng(seed)
     n = len(model.base_ms)
     factor = np.ones(n)
@@ -157,8 +176,8 @@ def separate(model: NoiseModel, seed: int, change: float = 1.0, changed: tuple[i
     # noise together, which is also what compare's allowance is computed on
     raw = np.array([math.hypot(model.jitter_of(q), model.drift_sd) for q in range(n)])
     own = model.between_run * raw
-    a, level_a = one_run(model, rng, rng.normal(0, own), 0.0, np.ones(n))
-    b, level_b = one_run(model, rng, rng.normal(0, own), model.burst_rate, factor)
+    a, level_a = _sessions(model, rng, own, 0.0, np.ones(n), sessions)
+    b, level_b = _sessions(model, rng, own, model.burst_rate, factor, sessions)
     ref = math.exp(level_b - level_a + float(rng.normal(0, 0.01)))
     votes = ["B" if ref > 1 else "A"] if abs(ref - 1) >= 0.03 else []
     votes += ["B"] if model.burst_rate > 0.1 else []
@@ -175,14 +194,15 @@ def _options(mode: str) -> Options:
 
 
 def verdicts(model: NoiseModel, mode: str, seed: int, change: float = 1.0,
-             changed: tuple[int, ...] | None = None, probes: bool = True) -> list[str]:
+             changed: tuple[int, ...] | None = None, probes: bool = True, sessions: int = 1) -> list[str]:
     """One simulated comparison's verdicts, as ``chbench compare`` decides them;
-    ``probes=False``: separate runs whose machine probes saw nothing."""
+    ``probes=False``: separate runs whose machine probes saw nothing; ``sessions``: per
+    side of separate runs (``run --sessions N``)."""
     machine: dict[str, Any] | None = None
     if mode == "side-by-side":
         a, b = side_by_side(model, seed, change, changed)
     else:
-        a, b, machine = separate(model, seed, change, changed)
+        a, b, machine = separate(model, seed, change, changed, sessions)
         take_out(a)  # as compare treats a separate run (compare/sides.py)
         take_out(b)
         if not probes:
@@ -191,12 +211,13 @@ def verdicts(model: NoiseModel, mode: str, seed: int, change: float = 1.0,
     return [r.verdict for r in doc.queries]
 
 
-def false_alarms(model: NoiseModel, mode: str, docs: int, seed: int = 1, probes: bool = True) -> dict[str, Any]:
+def false_alarms(model: NoiseModel, mode: str, docs: int, seed: int = 1, probes: bool = True,
+                 sessions: int = 1) -> dict[str, Any]:
     """``docs`` A/A comparisons: the share of queries flagged slower/faster (per query
     and per comparison) and of definite verdicts."""
     flagged = definite = total = docs_flagged = 0
     for i in range(docs):
-        v = verdicts(model, mode, seed * 1_000_003 + i, probes=probes)
+        v = verdicts(model, mode, seed * 1_000_003 + i, probes=probes, sessions=sessions)
         f = sum(x in ("slower", "faster") for x in v)
         flagged += f
         docs_flagged += f > 0
@@ -206,14 +227,15 @@ def false_alarms(model: NoiseModel, mode: str, docs: int, seed: int = 1, probes:
             "docs_with_a_false_alarm": docs_flagged, "no_change_share": definite / total}
 
 
-def power(model: NoiseModel, mode: str, docs: int, change: float, seed: int = 2) -> dict[str, Any]:
+def power(model: NoiseModel, mode: str, docs: int, change: float, seed: int = 2, sessions: int = 1,
+          ) -> dict[str, Any]:
     """Share of queries called slower (beyond 1: faster) when B is ``change`` × A for
     three of the ten queries (the rest unchanged, as a real change usually is)."""
     hit = wrong = total = 0
     changed = (0, 3, 6)
     want = "slower" if change > 1 else "faster"
     for i in range(docs):
-        v = verdicts(model, mode, seed * 1_000_003 + i, change, changed)
+        v = verdicts(model, mode, seed * 1_000_003 + i, change, changed, sessions=sessions)
         hit += sum(v[q] == want for q in changed)
         wrong += sum(x in ("slower", "faster") for q, x in enumerate(v) if q not in changed)
         total += len(changed)
