@@ -254,7 +254,7 @@ def _sessions_pair(seed: int, **change: object) -> tuple[dict[str, SideData], di
 def test_sessions_pool_their_spread_over_the_queries():
     """Three sessions per side: each query's own three + three session medians give only
     4 degrees of freedom (Student's t x2.78). Pooled over ten queries (as a multiple of
-    each query's own run spread) they give 36, and A/A is `no change` for all but the
+    each query's run spread) they give 36, and A/A is `no change` for all but the
     noisiest query; a query that moved +15% is still `slower`."""
     a, b, machine = _sessions_pair(0)
     rows = compare_queries(list(a), a, b, Options(between_run=0.8, measure_between=True), machine).queries

@@ -469,12 +469,10 @@ def between_sessions(a: SideData, b: SideData) -> tuple[float, int] | None:
 
 
 def _spread(a: SideData, b: SideData) -> float:
-    """A query's own run-to-run spread within its sessions (relative MAD, with the rounds'
-    machine factors out), root mean square over both sides. Not ``run_spread``: that
-    adds the machine's round spread, which holds the sessions' levels — seen at 15–23%
-    for every query of a run whose sessions drifted 20%, where the queries' own spreads
-    lay between 1.6% and 9%."""
-    return math.hypot(rel_mad(_within_sessions(a)), rel_mad(_within_sessions(b))) / math.sqrt(2)
+    """A query's run-to-run spread within its sessions, root mean square over both sides:
+    its own and the machine's round to round (``run_spread``), as the between-run factor
+    is fitted on."""
+    return math.hypot(a.run_spread(), b.run_spread()) / math.sqrt(2)
 
 
 @dataclass(frozen=True)
