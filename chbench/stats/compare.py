@@ -355,7 +355,7 @@ def _test(row: QueryComparison, a: SideData, b: SideData, opts: Options, rng: np
     if measured is not None:
         # several sessions per side: the spread of the sessions' medians, measured, with
         # Student's t for its degrees of freedom — pooled over the queries unless this one
-        # is far noisier than the rest (docs/statistics.md, "Sessions")
+        # is far noisier than the rest (docs/statistics.md, "Measured between-run spread")
         sb, df_t = measured
         na, nb = len(a.sessions) or 1, len(b.sessions) or 1
         source = f"{na}/{nb} sessions"
@@ -479,7 +479,7 @@ def _spread(a: SideData, b: SideData) -> float:
 class SessionPool:
     """Several sessions per side: how far a query's session median strays from its mean,
     as a multiple of the query's run-to-run spread, pooled over the queries
-    (docs/statistics.md, "Sessions")."""
+    (docs/statistics.md, "Measured between-run spread")."""
 
     factor: float  # a session median's sd (log) / the query's run-to-run spread
     df: int
@@ -495,7 +495,7 @@ def pool_sessions(rows: list[QueryComparison], side_a: dict[str, SideData], side
     query's own: independent between queries, and poolable). A query's session median
     strays in proportion to its run-to-run spread (measured: 0.6–1.2 × between runs,
     docs/statistics.md), so the ratio is pooled, not the spreads themselves, which
-    differ sevenfold between the built-in queries. None otherwise."""
+    differ severalfold between the built-in queries. None otherwise."""
     from scipy import stats as sps
 
     parts: dict[str, tuple[float, int]] = {}
