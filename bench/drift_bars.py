@@ -119,8 +119,8 @@ def sens(res: dict) -> None:
 
 
 def sessions(res: dict, pairs: int = 1) -> None:
-    """A/A pairs of --sessions 3 runs; each later run also makes a +10%-rows pair with the
-    first A (power). ``--pairs`` sets how many A/A pairs (the +10% runs are half as many)."""
+    """``pairs`` A/A pairs of --sessions 3 runs, and for every second pair (the first, the
+    third, …) a --scale 1.1 run compared with its A (power)."""
     out, up = [], []
     for i in range(pairs):
         a, b = OUT / f"drift-sessions-{i}-a.json", OUT / f"drift-sessions-{i}-b.json"
