@@ -15,7 +15,7 @@ from chbench.compare.document import ComparisonDoc
 from chbench.compare.findings import findings
 from chbench.export import get_exporter
 from chbench.export.sections import Report
-from chbench.stats.compare import Options, SideData, compare_queries, pool_sessions
+from chbench.stats.compare import Options, SideData, compare_queries
 from chbench.stats.paired import Pairs, analyse, hl_interval, pair_up, signed_rank_lower
 from chbench.stats.rounds import round_factors, take_out
 from chbench.stats.simulate import NoiseModel, false_alarms, fit, power, separate, side_by_side
@@ -249,46 +249,6 @@ def _sessions_pair(seed: int, **change: object) -> tuple[dict[str, SideData], di
     take_out(a)
     take_out(b)
     return a, b, machine
-
-
-def test_sessions_pool_their_spread_over_the_queries():
-    """Three sessions per side: each query's own three + three session medians give only
-    4 degrees of freedom (Student's t x2.78). Pooled over ten queries (as a multiple of
-    each query's run spread) they give 36, and A/A is `no change` for all but the
-    noisiest query; a query that moved +15% is still `slower`."""
-    a, b, machine = _sessions_pair(0)
-    rows = compare_queries(list(a), a, b, Options(between_run=0.8, measure_between=True), machine).queries
-    pool = pool_sessions(rows, a, b)
-    assert pool is not None and pool.df == 10 * 4 - 4 and pool.queries == 10 and not pool.own
-    # q2, the noisiest query (its own spread 4.8%), is honestly `unstable`; nothing is flagged
-    assert sum(r.verdict == "no change" for r in rows) == 9 and rows[2].verdict == "unstable"
-    assert all(r.between_run is not None and r.between_run.source == "3/3 sessions, pooled over 10 queries"
-               for r in rows)
-    q = rows[0]
-    assert q.between_run is not None and q.between_run.half == pytest.approx(
-        sps.t.ppf(0.975, 36) * q.between_run.sd)
-    # each query's own sessions alone (no round factors taken out: nothing is pooled)
-    raw_a, raw_b, _ = separate(replace(NoiseModel(), jitter=tuple(j / 2 for j in NoiseModel().jitter),
-                                       drift_sd=NoiseModel().drift_sd / 2), 0, sessions=3)
-    alone = compare_queries(list(raw_a), raw_a, raw_b, Options(between_run=0.8, measure_between=True)).queries
-    assert all(r.between_run is not None and r.between_run.source == "3/3 sessions" for r in alone)
-    a, b, machine = _sessions_pair(0, change=1.15, changed=(3,))
-    rows = compare_queries(list(a), a, b, Options(between_run=0.8, measure_between=True), machine).queries
-    assert rows[3].verdict == "slower"
-    assert not any(r.verdict in ("slower", "faster") for i, r in enumerate(rows) if i != 3)
-
-
-def test_a_query_far_noisier_between_sessions_keeps_its_own_spread():
-    """One query whose second session of B ran 25% slower: its sessions stray far more
-    than the others' (F test, 1%), so it is left out of the pool and judged on its own."""
-    a, b, machine = _sessions_pair(0)
-    odd = b["q4"]
-    odd.sessions[1] = [t * 1.25 for t in odd.sessions[1]]
-    odd.times = [t * 1.25 if k[0] == 1 else t for k, t in zip(odd.keys, odd.times, strict=True)]
-    rows = compare_queries(list(a), a, b, Options(between_run=0.8, measure_between=True), machine).queries
-    assert rows[4].between_run is not None and rows[4].between_run.source == "3/3 sessions"
-    assert rows[4].verdict == "unstable"
-    assert rows[0].between_run is not None and rows[0].between_run.source == "3/3 sessions, pooled over 9 queries"
 
 
 def test_findings_tell_the_machines_uneven_effect_from_noise_and_do_not_suggest_what_was_done():

@@ -247,19 +247,8 @@ def _between_run_note(a: Side, b_queries: dict[str, Any], factor: float) -> str:
 
 
 def _say_between_run(notes: list[str], result: Any, stats: Options) -> None:
-    """The between-run note, once the queries were judged: with sessions, whether their
-    spread was pooled over the queries; with one session per side, measured as the
-    queries' scatter, or guessed because too few queries were judged to measure it."""
-    pooled = [q for q in result.queries if q.between_run is not None and "pooled" in q.between_run.source]
-    at = next((i for i, n in enumerate(notes) if n.startswith("between-run spread measured from")), None)
-    if pooled and at is not None:
-        own = [q.name for q in result.queries if q.between_run is not None and q.between_run.source.endswith(
-            "sessions")]
-        notes[at] = notes[at].replace("(each query's session medians)", (
-            f"(each query's session medians; how far they stray, as a multiple of each query's run spread, "
-            f"{pooled[0].between_run.source.rsplit(', ', 1)[1]}"
-            + (f"; far noisier, judged on its own: {', '.join(own)}" if own else "") + ")"), 1)
-        return
+    """The one-session note, once the queries were judged: measured as their scatter, or
+    guessed because too few queries were judged to measure it."""
     at = next((i for i, n in enumerate(notes) if n.startswith("one session per side")), None)
     if at is None:
         return

@@ -135,7 +135,6 @@ class Options:
     # or more were tested; ``between_run`` is then only the fallback for fewer
     measure_between: bool = False
     between_df: int | None = None  # degrees of freedom of a measured ``between_run_sd`` (Student's t)
-    sessions_pool: SessionPool | None = None  # several sessions per side: their spread pooled over the queries
     # per query, a larger threshold its author set (a performance test's max_ignored_relative_change)
     query_thresholds: dict[str, float] = field(default_factory=dict)
     # side by side: judge each query on its per-round log ratios (stats/paired.py)
@@ -228,11 +227,7 @@ def compare_queries(
                                 0.0)
     rows, boots, tested = _judge(names, side_a, side_b, opts, np.random.default_rng(SEED), 0.0)
     measured = None
-    pool = pool_sessions(rows, side_a, side_b) if opts.between_run else None
-    if pool is not None:  # each query judged again, on the sessions' spread pooled over the queries
-        opts = replace(opts, sessions_pool=pool)
-        rows, boots, tested = _judge(names, side_a, side_b, opts, np.random.default_rng(SEED), 0.0)
-    elif opts.measure_between and opts.between_run and opts.between_run_sd is None:
+    if opts.measure_between and opts.between_run and opts.between_run_sd is None:
         measured = scatter_of(rows, boots, tested, MEASURED_FROM)
         if measured is not None:  # each query judged again, on the spread the queries showed
             opts = replace(opts, between_run_sd=measured.sd, typical_within_sd=measured.within,
@@ -354,19 +349,12 @@ def _test(row: QueryComparison, a: SideData, b: SideData, opts: Options, rng: np
     df_t = opts.between_df  # its degrees of freedom
     if measured is not None:
         # several sessions per side: the spread of the sessions' medians, measured, with
-        # Student's t for its degrees of freedom — pooled over the queries unless this one
-        # is far noisier than the rest (docs/statistics.md, "Measured between-run spread")
+        # Student's t for its few degrees of freedom (docs/statistics.md)
         sb, df_t = measured
-        na, nb = len(a.sessions) or 1, len(b.sessions) or 1
-        source = f"{na}/{nb} sessions"
-        pool = opts.sessions_pool
-        if pool is not None and row.name not in pool.own:
-            sb = pool.factor * _spread(a, b) * math.sqrt(1 / na + 1 / nb)
-            df_t, source = pool.df, f"{source}, pooled over {pool.queries} queries"
         quantile = float(sps.t.ppf(0.975, df_t))
         half = quantile * sb
         lo, hi = min(lo, center - half), max(hi, center + half)
-        row.between_run = BetweenRun(sb, source, half)
+        row.between_run = BetweenRun(sb, f"{len(a.sessions) or 1}/{len(b.sessions) or 1} sessions", half)
     elif opts.between_run and opts.between_run_sd is not None:
         # against the machine's shift: how far a typical query lies from it is measured —
         # the queries' scatter around it, which holds each run's own offset, the uneven
@@ -444,9 +432,10 @@ def _test_paired(row: QueryComparison, pairs: Pairs, opts: Options, rng: np.rand
     return bootstrap(pairs.d, rng)
 
 
-def _session_squares(a: SideData, b: SideData) -> tuple[float, int, int, int] | None:
-    """The sessions' log medians about each side's mean: the sum of squares, its degrees
-    of freedom and the sessions per side; None when neither side has two sessions."""
+def between_sessions(a: SideData, b: SideData) -> tuple[float, int] | None:
+    """The spread (sd of log medians) between sessions, pooled over both sides, as the
+    standard error of the difference of the sides' means, with its degrees of freedom;
+    None when neither side has two sessions."""
     ss, df, n = 0.0, 0, []
     for side in (a, b):
         meds = np.log([float(np.median(s)) for s in side.sessions if s]) if len(side.sessions) > 1 else None
@@ -454,72 +443,9 @@ def _session_squares(a: SideData, b: SideData) -> tuple[float, int, int, int] | 
         if meds is not None:
             ss += float(np.sum((meds - meds.mean()) ** 2))
             df += len(meds) - 1
-    return (ss, df, n[0], n[1]) if df else None
-
-
-def between_sessions(a: SideData, b: SideData) -> tuple[float, int] | None:
-    """The spread (sd of log medians) between sessions, pooled over both sides, as the
-    standard error of the difference of the sides' means, with its degrees of freedom;
-    None when neither side has two sessions."""
-    got = _session_squares(a, b)
-    if got is None:
+    if df == 0:
         return None
-    ss, df, na, nb = got
-    return math.sqrt(ss / df) * math.sqrt(1 / na + 1 / nb), df
-
-
-def _spread(a: SideData, b: SideData) -> float:
-    """A query's run-to-run spread within its sessions, root mean square over both sides:
-    its own and the machine's round to round (``run_spread``), as the between-run factor
-    is fitted on."""
-    return math.hypot(a.run_spread(), b.run_spread()) / math.sqrt(2)
-
-
-@dataclass(frozen=True)
-class SessionPool:
-    """Several sessions per side: how far a query's session median strays from its mean,
-    as a multiple of the query's run-to-run spread, pooled over the queries
-    (docs/statistics.md, "Measured between-run spread")."""
-
-    factor: float  # a session median's sd (log) / the query's run-to-run spread
-    df: int
-    queries: int  # queries pooled
-    own: frozenset[str]  # queries far noisier than the rest: judged on their own sessions
-
-
-def pool_sessions(rows: list[QueryComparison], side_a: dict[str, SideData], side_b: dict[str, SideData],
-                  ) -> SessionPool | None:
-    """The queries' between-session spreads pooled, where MEASURED_FROM queries or more
-    have sessions and every side had its rounds' machine factors taken out (that takes
-    the session's machine level out too, so what is left of a session's offset is the
-    query's own: independent between queries, and poolable). A query's session median
-    strays in proportion to its run-to-run spread (measured: 0.6–1.2 × between runs,
-    docs/statistics.md), so the ratio is pooled, not the spreads themselves, which
-    differ severalfold between the built-in queries. None otherwise."""
-    from scipy import stats as sps
-
-    parts: dict[str, tuple[float, int]] = {}
-    for row in rows:
-        a, b = side_a.get(row.name), side_b.get(row.name)
-        if a is None or b is None or a.raw_times is None or b.raw_times is None or not _spread(a, b):
-            continue
-        got = _session_squares(a, b)
-        if got is not None:
-            parts[row.name] = got[0] / _spread(a, b) ** 2, got[1]
-    if len(parts) < MEASURED_FROM:
-        return None
-    # a query far noisier than the others (F test against their pool, 1%) keeps its own
-    total_ss, total_df = sum(p[0] for p in parts.values()), sum(p[1] for p in parts.values())
-    own = frozenset(n for n, (ss, df) in parts.items() if ss / df > float(
-        sps.f.ppf(0.99, df, total_df - df)) * (total_ss - ss) / (total_df - df))
-    kept = [p for n, p in parts.items() if n not in own]
-    # the sessions' machine levels, taken out with the round factors, cost a degree of
-    # freedom per session beyond the first on each side
-    levels = sum(max(0, max((len(side.sessions) for side in d.values()), default=0) - 1) for d in (side_a, side_b))
-    df = sum(p[1] for p in kept) - levels
-    if len(kept) < MEASURED_FROM or df < 1:
-        return None
-    return SessionPool(math.sqrt(sum(p[0] for p in kept) / df), df, len(kept), own)
+    return math.sqrt(ss / df) * math.sqrt(1 / n[0] + 1 / n[1]), df
 
 
 def _within_sessions(s: SideData) -> list[float]:
