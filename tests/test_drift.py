@@ -255,7 +255,13 @@ def test_sessions_run_and_several_files_per_side(tmp_path):
     out = r.json()
     assert out["vs"] == [str(b), str(c)]
     assert any("measured from 3 session(s) of A and 2 of B" in n for n in out["notes"])
-    assert all(q.get("between_run_from") == "3/2 sessions" for q in out["queries"] if q.get("ci"))
+    # each query's own sessions, and the machine's level in each session (taken out of every
+    # query by the round factors) added back as the shared level's uncertainty
+    assert all(q.get("between_run_from", "").startswith("3/2 sessions and their machine levels")
+               for q in out["queries"] if q.get("ci"))
+    levels = out["summary"]["session_levels"]
+    assert levels["sessions"] == [3, 2] and levels["df"] == 3 and levels["se"] > 0
+    assert len(out["summary"]["round_factors"]["a"]["session_levels"]) == 3
     # one session per side, ten queries: their scatter is the between-run spread; a factor
     # given is the user's own guess
     r = run_cli("compare", str(b), str(c), "--format", "json")

@@ -14,6 +14,15 @@ def _queries(n: int) -> str:
     return f"{n} quer{'y' if n == 1 else 'ies'}"
 
 
+def sessions_needed(sd: float, half: float, most: int = 30) -> str:
+    """How many sessions per side (as many on each) bring the shared level's 95%
+    half-width, Student's t × sd × √(2/k), within ``half`` (log sd, relative half)."""
+    from chbench.stats.compare import t95
+
+    k = next((k for k in range(2, most + 1) if t95(2 * k - 2) * sd * math.sqrt(2 / k) <= math.log1p(half)), None)
+    return f"about {k}" if k else f"more than {most}"
+
+
 def findings(doc: ComparisonDoc, separate: bool) -> list[str]:
     out: list[str] = []
     s = doc.summary
@@ -53,6 +62,15 @@ def findings(doc: ComparisonDoc, separate: bool) -> list[str]:
                    f"({', '.join(q.name for q in uneven[:5])}): not told apart from the machine's uneven effect; "
                    "rerun on a quiet machine, or measure side by side")
     unstable = [q for q in unstable if q not in uneven]
+    level = s.session_levels
+    if unstable and level and level["half"] > math.log1p(s.threshold) / 2:
+        # the sessions' machine levels, not each query's noise, make the intervals wide
+        a, b = level["sessions"]
+        out.append(f"{_queries(len(unstable))} unstable: the machine's level moved ±{level['sd']:.1%} from session "
+                   f"to session (sd over {a} + {b} sessions), so the level all queries share is known only to "
+                   f"±{math.expm1(level['half']):.1%}; {sessions_needed(level['sd'], s.threshold)} sessions per "
+                   f"side would narrow that to ±{s.threshold:.0%} — or measure side by side")
+        unstable = []
     if unstable:
         sessions = any(q.between_run is not None and "sessions" in q.between_run.source for q in unstable)
         what_next = ("a side-by-side run (--target A --target B, or --setting-b/--scale-b)"

@@ -81,6 +81,7 @@ class SideData:
     starts: list[float | None] = field(default_factory=list)
     raw_times: list[float] | None = None  # before the round factors were taken out (separate runs)
     round_spread: float | None = None  # then: the robust sd of the side's round factors (log)
+    session_levels: list[float] = field(default_factory=list)  # then: each session's level taken out (log)
 
     @property
     def summary_only(self) -> bool:
@@ -94,7 +95,7 @@ class SideData:
                         sessions=[[t * factor for t in s] for s in self.sessions], skipped=self.skipped,
                         keys=list(self.keys),
                         raw_times=None if self.raw_times is None else [t * factor for t in self.raw_times],
-                        round_spread=self.round_spread)
+                        round_spread=self.round_spread, session_levels=list(self.session_levels))
 
     def run_spread(self) -> float:
         """The query's run-to-run spread as measured (relative MAD). With round factors
@@ -139,6 +140,9 @@ class Options:
     query_thresholds: dict[str, float] = field(default_factory=dict)
     # side by side: judge each query on its per-round log ratios (stats/paired.py)
     paired: bool = False
+    # sessions with round factors taken out: the standard error (log) their machine levels
+    # leave on the level every query shares, and its degrees of freedom (sessions_level)
+    common_level: tuple[float, int] | None = None
 
     def for_query(self, name: str) -> Options:
         own = self.query_thresholds.get(name)
@@ -225,6 +229,9 @@ def compare_queries(
     if opts.paired:  # the pooled comparison, kept next to the paired one for a release
         unpaired, _, _ = _judge(names, side_a, side_b, replace(opts, paired=False), np.random.default_rng(SEED),
                                 0.0)
+    level = sessions_level(side_a, side_b) if opts.between_run and not opts.paired else None
+    if level is not None:
+        opts = replace(opts, common_level=(level["se"], level["df"]))
     rows, boots, tested = _judge(names, side_a, side_b, opts, np.random.default_rng(SEED), 0.0)
     measured = None
     if opts.measure_between and opts.between_run and opts.between_run_sd is None:
@@ -233,10 +240,13 @@ def compare_queries(
             opts = replace(opts, between_run_sd=measured.sd, typical_within_sd=measured.within,
                            between_df=measured.kept - 1)
             rows, boots, tested = _judge(names, side_a, side_b, opts, np.random.default_rng(SEED), 0.0)
-    shift = common_shift(rows, boots, tested, opts.threshold, machine, np.random.default_rng(SEED + 2))
+    shift = common_shift(rows, boots, tested, opts.threshold, machine, np.random.default_rng(SEED + 2),
+                         opts.common_level)
     if shift is not None:
         scaled = {n: d.scaled(1.0 / shift.ratio) for n, d in side_b.items()}
-        half = (math.log(shift.ci[1]) - math.log(shift.ci[0])) / 2
+        # against the shift, the level all queries share cancels: only the queries' part
+        # of its interval counts (not the sessions' machine levels)
+        half = (math.log(shift.ci_queries[1]) - math.log(shift.ci_queries[0])) / 2
         # against a shift the machine explains, a query must move beyond the threshold
         # *plus* the machine's own shift to be called slower/faster: a busier machine does
         # not slow every query alike (measured: a neighbour at 30% of a core moved the
@@ -244,6 +254,7 @@ def compare_queries(
         machine_step = abs(math.log(shift.ratio)) if shift.explained_by_machine else 0.0
         shifted = replace(opts, between_run_sd=shift.scatter_sd, typical_within_sd=shift.within_sd) \
             if shift.explained_by_machine and measured is None else opts
+        shifted = replace(shifted, common_level=None)
         against, _, _ = _judge(names, side_a, scaled, shifted, np.random.default_rng(SEED), 0.0, half, machine_step)
         apply_shift(rows, against, tested, shift, opts.threshold, separate=machine is not None)
     elif widen:
@@ -256,6 +267,7 @@ def compare_queries(
                 row.unpaired = Evidence(u.verdict, u.ratio, u.ci, u.p_value, u.p_adjusted, u.reasoning)
     summary = _summary(rows, boots, side_a, side_b, names, machine, opts)
     summary.shift = shift
+    summary.session_levels = level
     summary.paired = sum(1 for r in rows if r.paired is not None)
     return ComparisonResult(rows, summary)
 
@@ -350,11 +362,12 @@ def _test(row: QueryComparison, a: SideData, b: SideData, opts: Options, rng: np
     if measured is not None:
         # several sessions per side: the spread of the sessions' medians, measured, with
         # Student's t for its few degrees of freedom (docs/statistics.md)
-        sb, df_t = measured
-        quantile = float(sps.t.ppf(0.975, df_t))
+        sb, df_t, levels = _with_levels(*measured, opts.common_level)
+        source = f"{len(a.sessions) or 1}/{len(b.sessions) or 1} sessions{levels}"
+        quantile = t95(df_t)
         half = quantile * sb
         lo, hi = min(lo, center - half), max(hi, center + half)
-        row.between_run = BetweenRun(sb, f"{len(a.sessions) or 1}/{len(b.sessions) or 1} sessions", half)
+        row.between_run = BetweenRun(sb, source, half)
     elif opts.between_run and opts.between_run_sd is not None:
         # against the machine's shift: how far a typical query lies from it is measured —
         # the queries' scatter around it, which holds each run's own offset, the uneven
@@ -363,7 +376,7 @@ def _test(row: QueryComparison, a: SideData, b: SideData, opts: Options, rng: np
         own = (hi - lo) / 2 / Z95
         sb = float(max(own, math.sqrt(opts.between_run_sd ** 2 + max(0.0, own ** 2 - opts.typical_within_sd ** 2))))
         if opts.between_df:
-            quantile = float(sps.t.ppf(0.975, opts.between_df))
+            quantile = t95(opts.between_df)
         lo, hi = center - quantile * sb, center + quantile * sb
         source = "scatter around the shift" if extra_half else "queries' scatter"
         extra_half = 0.0  # in the scatter already
@@ -446,6 +459,49 @@ def between_sessions(a: SideData, b: SideData) -> tuple[float, int] | None:
     if df == 0:
         return None
     return math.sqrt(ss / df) * math.sqrt(1 / n[0] + 1 / n[1]), df
+
+
+def _with_levels(sb: float, df: int, level: tuple[float, int] | None) -> tuple[float, int, str]:
+    """A query's spread between sessions with the shared level's added: the round factors
+    took each session's machine level out of every query, and how far those levels moved
+    is the uncertainty of the level all queries share (Welch–Satterthwaite for the degrees
+    of freedom; docs/statistics.md). Returns the sd, its degrees of freedom and what it
+    adds to the source."""
+    if level is None or level[0] <= 0:
+        return sb, df, ""
+    se, df_l = level
+    total = math.hypot(sb, se)
+    return total, round(total ** 4 / (sb ** 4 / df + se ** 4 / df_l)), f" and their machine levels (±{se:.1%})"
+
+
+def sessions_level(side_a: dict[str, SideData], side_b: dict[str, SideData]) -> dict[str, Any] | None:
+    """How far the sessions' machine levels moved (stats/rounds.py took them out of every
+    query), pooled over both sides: their sd (log) with Σ(sessions − 1) degrees of
+    freedom, and ``se`` — what it leaves on the difference of the sides' mean levels,
+    shared by every query. None unless both sides had round factors taken out and one has
+    two sessions or more.
+
+    Measured (four ``run --sessions 3`` files of the built-in suite, embedded,
+    2026-12-03): sessions 5 s apart stood 2–6% apart (sd) where each query's own
+    session medians, those levels taken out, strayed 2.4–3.6%. Left out, an A/A pair whose
+    B stood 5% lower throughout was called a global change of the engine, and the
+    simulator with 5% session levels flagged 2.8% of A/A queries."""
+    levels = [next((d.session_levels for d in side.values() if d.session_levels), []) for side in (side_a, side_b)]
+    df = sum(len(v) - 1 for v in levels if v)
+    if not all(levels) or df == 0:
+        return None
+    ss = sum(float(np.sum((np.asarray(v) - np.mean(v)) ** 2)) for v in levels)
+    sd = math.sqrt(ss / df)
+    se = sd * math.sqrt(1 / len(levels[0]) + 1 / len(levels[1]))
+    return {"sd": sd, "se": se, "df": df, "sessions": [len(v) for v in levels],
+            "half": float(t95(df)) * se}
+
+
+def t95(df: float) -> float:
+    """Student's t quantile of a 95% interval."""
+    from scipy import stats as sps
+
+    return float(sps.t.ppf(0.975, df))
 
 
 def _within_sessions(s: SideData) -> list[float]:
@@ -559,7 +615,8 @@ def short_reason(row: QueryComparison, thr: float, eff_thr: float) -> str:
     reasoning stays in ``reasoning`` (JSON, HTML, ``--verbose``)."""
     half = (math.log(row.ci[1]) - math.log(row.ci[0])) / 2 if row.ci and row.ci[0] > 0 else math.inf
     how = "paired" if row.paired is not None else "pooled" if row.between_run is None else \
-        "vs the shift" if row.between_run.source == "scatter around the shift" else "separate runs"
+        "vs the shift" if row.between_run.source == "scatter around the shift" else \
+        "sessions' levels" if "machine levels" in row.between_run.source else "separate runs"
     if row.verdict in FLAGGED:
         return f"beyond ±{eff_thr:.0%}, p adj. {row.p_adjusted:.2g} ({how})"
     if row.verdict == UNSTABLE:
@@ -614,6 +671,10 @@ def _summary(
         if boots and len(boots) == len(ratios):
             rep = np.mean(np.vstack(list(boots.values())), axis=0)
             lo, hi = np.percentile(rep, [2.5, 97.5])
+            if opts.common_level is not None:  # every query shares the sessions' level
+                se, df = opts.common_level
+                centre, half = float(np.log(geo.ratio)), t95(df) * se
+                lo, hi = centre - math.hypot(centre - lo, half), centre + math.hypot(hi - centre, half)
             geo.ci = (float(math.exp(lo)), float(math.exp(hi)))
     both = [n for n in names if n in side_a and n in side_b]
     sum_a = sum((side_a[n].median() or 0.0) for n in both)

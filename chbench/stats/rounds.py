@@ -13,7 +13,10 @@ feeds its own correction; the median, so one query's outlier does not move it). 
 time is divided by its round's factor: what remains is the query's own noise. A level
 shared by all rounds is not touched (the factors are centred per query), so a real
 change of a query, or of every query, stays in the data; the shift between two runs is
-``stats/shift.py``'s business.
+``stats/shift.py``'s business. With sessions, each session's own level (the machine's,
+shared by all its queries) is taken out with its rounds: how far those levels moved is
+kept (``RoundFactors.levels``), for the comparison must add it back as the uncertainty
+of the level every query shares (``stats/compare.py``, ``sessions_level``).
 
 Needs at least ``MIN_QUERIES`` queries measured in a round (interleaved rounds):
 otherwise the run is left as measured.
@@ -37,9 +40,13 @@ class RoundFactors:
 
     factors: dict[tuple[int, int], float]  # log, median over all queries of the round
     spread: float  # robust sd of those factors (log): how much the machine moved between rounds
+    levels: dict[int, float]  # log, per session: the median of its rounds' factors (the machine's level)
 
     def to_json(self) -> dict[str, object]:
-        return {"rounds": len(self.factors), "spread": math.expm1(self.spread)}
+        out: dict[str, object] = {"rounds": len(self.factors), "spread": math.expm1(self.spread)}
+        if len(self.levels) > 1:
+            out["session_levels"] = [math.expm1(self.levels[k]) for k in sorted(self.levels)]
+        return out
 
 
 def round_factors(times: dict[str, list[tuple[tuple[int, int], float]]],
@@ -75,14 +82,14 @@ def round_factors(times: dict[str, list[tuple[tuple[int, int], float]]],
         sessions.setdefault(session, []).append(level)
     dev = np.concatenate([np.asarray(v) - np.median(v) for v in sessions.values()]) if sessions else np.zeros(0)
     spread = 1.4826 * float(np.median(np.abs(dev))) if len(dev) > 1 else 0.0
-    return out, RoundFactors(typical, spread)
+    return out, RoundFactors(typical, spread, {k: float(np.median(v)) for k, v in sessions.items()})
 
 
 def take_out(queries: dict[str, SideData]) -> RoundFactors | None:
     """One separate run's queries with each round's factor taken out, in place: the
     adjusted times in ``times`` (and its sessions), the times as measured in
-    ``raw_times``, the side's factor spread in ``round_spread``. None (the run as it
-    was) when its rounds hold too few queries."""
+    ``raw_times``, the side's factor spread in ``round_spread``, each session's level
+    in ``session_levels``. None (the run as it was) when its rounds hold too few queries."""
     done = round_factors({name: d.keyed() for name, d in queries.items() if d.keyed()})
     if done is None:
         return None
@@ -90,6 +97,7 @@ def take_out(queries: dict[str, SideData]) -> RoundFactors | None:
     for name, times in adjusted.items():
         d = queries[name]
         d.raw_times, d.times, d.round_spread = d.times, times, factors.spread
+        d.session_levels = [factors.levels[k] for k in sorted(factors.levels)]
         if d.sessions:
             by_session: dict[int, list[float]] = {}
             for (session, _), t in zip(d.keys, times, strict=True):

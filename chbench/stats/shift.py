@@ -70,8 +70,12 @@ def scatter_of(rows: list[QueryComparison], boots: dict[int, np.ndarray], tested
 
 
 def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], tested: list[int], threshold: float,
-                 machine: dict[str, Any] | None, rng: np.random.Generator) -> CommonShift | None:
-    """The shift all queries share, or None (too few queries, none, or not shared)."""
+                 machine: dict[str, Any] | None, rng: np.random.Generator,
+                 level: tuple[float, int] | None = None) -> CommonShift | None:
+    """The shift all queries share, or None (too few queries, none, or not shared).
+    ``level``: with sessions, the standard error their machine levels leave on the level
+    all queries share, and its degrees of freedom — added to the interval, for the round
+    factors took those levels out of every query's runs (stats/rounds.py)."""
     sc = scatter_of(rows, boots, tested)
     if sc is None:
         return None
@@ -82,6 +86,13 @@ def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], test
     n, m = reps.shape
     pick = rng.integers(0, n, (m, n))
     lo, hi = np.percentile(np.median(reps[pick, np.arange(m)[:, None]], axis=1), [2.5, 97.5])
+    ci_queries = (float(math.exp(lo)), float(math.exp(hi)))
+    level_half = 0.0
+    if level is not None:
+        from chbench.stats.compare import t95
+
+        level_half = t95(level[1]) * level[0]
+        lo, hi = centre - math.hypot(centre - lo, level_half), centre + math.hypot(hi - centre, level_half)
     sharing = int(np.sum(np.abs(logs - centre) <= math.log1p(threshold)))
     if not (lo > 0 or hi < 0) or sharing < max(3, math.ceil(SHARING * n)):
         return None
@@ -90,11 +101,12 @@ def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], test
     beyond = abs(centre) >= math.log1p(threshold)
     verdict = ("slower" if centre > 0 else "faster") if beyond else "no change"
     return CommonShift(
-        ratio=ratio, ci=(float(math.exp(lo)), float(math.exp(hi))), queries_sharing=sharing, queries=n,
+        ratio=ratio, ci=(float(math.exp(lo)), float(math.exp(hi))), ci_queries=ci_queries, level_half=level_half,
+        queries_sharing=sharing, queries=n,
         scatter_sd=scatter, within_sd=within, explained_by_machine=explained, explained_by=by, verdict=verdict,
         # a global finding that counts like a slower query: beyond the threshold and not the machine's
         finding=verdict if verdict != "no change" and not explained else None,
-        why=_why(ratio, lo, hi, sharing, n, verdict, explained, by, threshold, machine))
+        why=_why(ratio, lo, hi, sharing, n, verdict, explained, by, threshold, machine, level_half))
 
 
 def _explained(centre: float, machine: dict[str, Any] | None) -> tuple[bool, str | None]:
@@ -111,9 +123,11 @@ def _explained(centre: float, machine: dict[str, Any] | None) -> tuple[bool, str
 
 
 def _why(ratio: float, lo: float, hi: float, sharing: int, n: int, verdict: str, explained: bool,
-         by: str | None, threshold: float, machine: dict[str, Any] | None) -> str:
+         by: str | None, threshold: float, machine: dict[str, Any] | None, level_half: float = 0.0) -> str:
     head = (f"{sharing} of {n} queries moved together: {pct(ratio)} "
             f"[{pct(math.exp(lo))}, {pct(math.exp(hi))}]")
+    if level_half:
+        head += f" (the sessions' machine levels ±{math.expm1(level_half):.1%} included)"
     if explained and by == "probes":
         return f"{head}; the probes show the machine busier in that run → machine, not engine: taken out of " \
                "each query's verdict"

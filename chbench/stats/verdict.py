@@ -204,9 +204,14 @@ class CommonShift:
     verdict: str
     finding: str | None  # "slower"/"faster": a global finding that counts like a flagged query
     why: str
+    # the interval from the queries alone (bootstrap); ``ci`` adds the sessions' machine
+    # levels (``level_half``, log) where there are sessions
+    ci_queries: tuple[float, float] = (math.nan, math.nan)
+    level_half: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {"ratio": self.ratio, "ci": _pair(self.ci), "queries_sharing": self.queries_sharing,
+        return {"ratio": self.ratio, "ci": _pair(self.ci), "ci_queries": _pair(self.ci_queries),
+                "level_half": self.level_half, "queries_sharing": self.queries_sharing,
                 "queries": self.queries, "scatter_sd": self.scatter_sd, "within_sd": self.within_sd,
                 "explained_by_machine": self.explained_by_machine, "explained_by": self.explained_by,
                 "verdict": self.verdict, "finding": self.finding, "why": self.why}
@@ -239,6 +244,8 @@ class ComparisonSummary:
     plans_changed: int | None = None
     set_aside: dict[str, Any] | None = None  # separate runs: rounds left out of the verdicts, and why
     round_factors: dict[str, Any] | None = None  # separate runs: per side, the machine factors taken out
+    # sessions: how far their machine levels moved (stats/compare.py, sessions_level)
+    session_levels: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {"verdicts": dict(self.verdicts), "geomean": self.geomean.to_json(),
@@ -252,6 +259,8 @@ class ComparisonSummary:
             out["set_aside"] = self.set_aside
         if self.round_factors is not None:
             out["round_factors"] = self.round_factors
+        if self.session_levels is not None:
+            out["session_levels"] = self.session_levels
         return out
 
 
