@@ -246,11 +246,16 @@ def simulate(res: dict, docs: int) -> None:
     out["separate, bursts in B"] = false_alarms(replace(model, burst_rate=0.4), "separate", docs)
     out["separate, no probes"] = false_alarms(model, "separate", docs, probes=False)
     out["side-by-side, bursts"] = false_alarms(replace(model, burst_rate=0.4), "side-by-side", docs)
-    # three sessions per side (run --sessions 3): their spread pooled over the queries
+    # three sessions per side (run --sessions 3): each query's own sessions and the
+    # sessions' machine levels; then levels 5% apart (sd, as real files of 2026-12-03 had
+    # 2–6%) that the probes do not see
     out["sessions 3"] = false_alarms(model, "separate", docs, sessions=3)
     out["sessions 3 power +10%"] = power(model, "separate", max(50, docs // 10), 1.10, sessions=3)
+    loud = replace(model, run_offset=0.05)
+    out["sessions 3, levels 5%, no probes"] = false_alarms(loud, "separate", docs, probes=False, sessions=3)
+    out["sessions 3, levels 5%, power +10%"] = power(loud, "separate", max(50, docs // 10), 1.10, sessions=3)
     for k in ("separate, bursts in B", "separate, no probes", "side-by-side, bursts", "sessions 3",
-              "sessions 3 power +10%"):
+              "sessions 3 power +10%", "sessions 3, levels 5%, no probes", "sessions 3, levels 5%, power +10%"):
         print(f"  {k}: {out[k]}", file=sys.stderr)
     out["seconds"] = round(time.monotonic() - t)
     res["simulate"] = out
