@@ -248,7 +248,12 @@ def _between_run_note(a: Side, b_queries: dict[str, Any], factor: float) -> str:
 
 def _say_between_run(notes: list[str], result: Any, stats: Options) -> None:
     """The one-session note, once the queries were judged: measured as their scatter, or
-    guessed because too few queries were judged to measure it."""
+    guessed because too few queries were judged to measure it; with sessions, their
+    machine levels."""
+    level = result.summary.session_levels
+    at = next((i for i, n in enumerate(notes) if n.startswith("between-run spread measured")), None)
+    if level and at is not None:
+        notes[at] = notes[at][:-1] + f"; and the sessions' machine levels, ±{level['sd']:.1%} apart (sd))"
     at = next((i for i, n in enumerate(notes) if n.startswith("one session per side")), None)
     if at is None:
         return
