@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -121,24 +122,29 @@ def sens(res: dict) -> None:
 def sessions(res: dict, pairs: int = 1) -> None:
     """``pairs`` A/A pairs of --sessions 3 runs, and for every second pair (the first, the
     third, …) a --scale 1.1 run compared with its A (power)."""
-    out, up = [], []
+    out: list[dict[str, Any]] = []
+    up: list[dict[str, Any]] = []
     for i in range(pairs):
         a, b = OUT / f"drift-sessions-{i}-a.json", OUT / f"drift-sessions-{i}-b.json"
         run(a, "--sessions", "3")
         run(b, "--sessions", "3")
         doc, code, _ = compare(str(a), "--vs", str(b))
         v = [q["verdict"] for q in doc["queries"]]
+        shift, levels = doc["summary"].get("shift") or {}, doc["summary"].get("session_levels") or {}
         out.append({"flagged": sum(x in FLAG for x in v), "unstable": v.count("unstable"), "exit": code,
                     "from": sorted({q.get("between_run_from") for q in doc["queries"]} - {None}),
+                    "global_finding": shift.get("finding"), "session_levels": levels,
                     "notes": doc.get("notes"), "verdicts": v})
-        print(f"  sessions pair {i}: {out[-1]['flagged']} flagged, {out[-1]['unstable']} unstable", file=sys.stderr)
+        print(f"  sessions pair {i}: {out[-1]['flagged']} flagged, {out[-1]['unstable']} unstable, global finding "
+              f"{shift.get('finding')}, sessions' levels sd {levels.get('sd', 0):.1%}", file=sys.stderr)
         if i % 2 == 0:
             c = OUT / f"drift-sessions-{i}-up.json"
             run(c, "--sessions", "3", "--scale", "1.1")
             doc, code, _ = compare(str(a), "--vs", str(c))
             v = [q["verdict"] for q in doc["queries"]]
             up.append({"slower": v.count("slower"), "faster": v.count("faster"), "exit": code, "verdicts": v})
-    res["sessions"] = {"flagged": sum(p["flagged"] for p in out), "unstable": [p["unstable"] for p in out],
+    res["sessions"] = {"flagged": sum(p["flagged"] for p in out) + sum(1 for p in out if p["global_finding"]),
+                       "unstable": [p["unstable"] for p in out],
                        "of": 10 * len(out), "pairs": out, "scaled 1.1": up}
 
 
@@ -172,7 +178,8 @@ def main() -> None:
         print(f"| +10% separate runs | {r['slower']} of 10 slower, exit {r['exit']}{shift} | ≥ 8, exit 1 |")
     if "sessions" in res:
         r = res["sessions"]
-        print(f"| A/A --sessions 3 per side | {r['unstable']} unstable per pair, {r['flagged']} flagged | ≤ 2, 0 |")
+        print(f"| A/A --sessions 3 per side | {r['unstable']} unstable per pair, {r['flagged']} flagged (global "
+              "findings count) | ≤ 2, 0 |")
         print(f"| +10% rows, --sessions 3 | {[u['slower'] for u in r['scaled 1.1']]} slower | (power) |")
 
 
