@@ -494,7 +494,7 @@ def sessions_level(side_a: dict[str, SideData], side_b: dict[str, SideData]) -> 
     sd = math.sqrt(ss / df)
     se = sd * math.sqrt(1 / len(levels[0]) + 1 / len(levels[1]))
     return {"sd": sd, "se": se, "df": df, "sessions": [len(v) for v in levels],
-            "half": float(t95(df)) * se}
+            "half": t95(df) * se}
 
 
 def t95(df: float) -> float:
