@@ -481,11 +481,11 @@ def sessions_level(side_a: dict[str, SideData], side_b: dict[str, SideData]) -> 
     shared by every query. None unless both sides had round factors taken out and one has
     two sessions or more.
 
-    Measured (four ``run --sessions 3`` files of the built-in suite, embedded,
-    2026-12-03): sessions 5 s apart stood 2–6% apart (sd) where each query's own
-    session medians, those levels taken out, strayed 2.4–3.6%. Left out, an A/A pair whose
-    B stood 5% lower throughout was called a global change of the engine, and the
-    simulator with 5% session levels flagged 2.8% of A/A queries."""
+    Measured (eight ``run --sessions 3`` files of the built-in suite, embedded,
+    2026-12-03): sessions 5 s apart stood 0.9–6.2% apart (sd) where each query's own
+    session medians, those levels taken out, strayed 2.4–3.8%. Left out, A/A pairs were
+    called a global change of the engine, and the simulator with 5% session levels
+    flagged 2.8–4% of A/A queries (docs/measured.md)."""
     levels = [next((d.session_levels for d in side.values() if d.session_levels), []) for side in (side_a, side_b)]
     df = sum(len(v) - 1 for v in levels if v)
     if not all(levels) or df == 0:
