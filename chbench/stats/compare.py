@@ -161,14 +161,10 @@ def holm(pvalues: list[float]) -> list[float]:
 
 
 def benjamini_hochberg(pvalues: list[float]) -> list[float]:
-    m = len(pvalues)
-    order = sorted(range(m), key=lambda i: pvalues[i], reverse=True)
-    adj = [1.0] * m
-    running = 1.0
-    for rank, i in enumerate(order):
-        running = min(running, pvalues[i] * m / (m - rank))
-        adj[i] = running
-    return adj
+    """Benjamini–Hochberg adjusted p-values (scipy's)."""
+    from scipy import stats as sps
+
+    return [float(p) for p in sps.false_discovery_control(pvalues, method="bh")]
 
 
 def bootstrap_log_ratios(a: list[float], b: list[float], rng: np.random.Generator) -> np.ndarray:
