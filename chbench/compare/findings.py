@@ -63,13 +63,14 @@ def findings(doc: ComparisonDoc, separate: bool) -> list[str]:
                    "rerun on a quiet machine, or measure side by side")
     unstable = [q for q in unstable if q not in uneven]
     level = s.session_levels
-    if unstable and level and level["half"] > math.log1p(s.threshold) / 2:
-        # the sessions' machine levels, not each query's noise, make the intervals wide
+    if unstable and level and level["half"] > math.log1p(s.threshold / 2):
+        # the sessions' machine levels, more than half the threshold, leave too little
+        # room for each query's own spread
         a, b = level["sessions"]
         out.append(f"{_queries(len(unstable))} unstable: the machine's level moved ±{level['sd']:.1%} from session "
                    f"to session (sd over {a} + {b} sessions), so the level all queries share is known only to "
-                   f"±{math.expm1(level['half']):.1%}; {sessions_needed(level['sd'], s.threshold)} sessions per "
-                   f"side would narrow that to ±{s.threshold:.0%} — or measure side by side")
+                   f"±{math.expm1(level['half']):.1%}; {sessions_needed(level['sd'], s.threshold / 2)} sessions per "
+                   f"side would be needed to narrow that to ±{s.threshold / 2:.1%} — or measure side by side")
         unstable = []
     if unstable:
         sessions = any(q.between_run is not None and "sessions" in q.between_run.source for q in unstable)
