@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from chbench.history.check import check
+from chbench.history.check import CheckOptions, check
 from chbench.history.detect import detect
 from chbench.history.record import HistoryRun, runs_from_file
 from chbench.history.simulate import SeriesModel, history
@@ -256,6 +256,33 @@ def test_history_cli_gate_contract_and_exports(tmp_path: Path) -> None:
     page = html.read_text()
     assert r.code == 0 and "<svg" in page and "branch=main" in page  # each run's labels on hover
     assert "compare says slower" in page  # the change's two runs compared from their files
+
+
+def test_an_edited_query_is_shown_and_drawn_as_its_own_series() -> None:
+    """q3 edited at run 10 (a new key: a new series) and 15% slower from run 28: the change is
+    at index 18 of the edited series, and `show` and the report keep the two series apart
+    instead of mixing both into one line with the mark 10 runs early."""
+    from chbench.export.sections import Details
+    from chbench.history.record import query_key
+    from chbench.report.history import history_report, show_text
+
+    runs = one_step()
+    for r in runs[10:]:
+        r.queries[3] = replace(r.queries[3], key=query_key("SELECT 3 -- edited", None))
+    result = check(runs, [], CheckOptions())
+    (c,) = result.changes
+    assert (c.query, c.index, c.run_id) == ("q3", 18, runs[28].run_id)
+    text = show_text("q3", runs, result)
+    heads = [line for line in text.splitlines() if line.startswith("q3: ")]
+    assert [h.split(" (")[0] for h in heads] == ["q3: 10 runs", "q3: 30 runs"]
+    second = text.split(heads[1])[1].splitlines()
+    assert "← regression" in second[1 + 18] and runs[28].run_id in second[1 + 18]
+    assert sum("← regression" in line for line in text.splitlines()) == 1
+    charts = [b.summary for sec in history_report(runs, result).sections for b in sec.blocks
+              if isinstance(b, Details)]
+    mine = sorted(t for t in charts if t.startswith("q3 ("))
+    assert len(mine) == 2 and {t.split(" — ")[1] for t in mine} == {"10 runs, 0 change(s)", "30 runs, 1 change(s)"}
+    assert "q2 — 40 runs, 0 change(s)" in charts  # a query with one series keeps its plain name
 
 
 def test_history_cli_bad_input(tmp_path: Path) -> None:

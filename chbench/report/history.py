@@ -36,7 +36,7 @@ def check_text(result: CheckResult, location: str) -> str:
         out.append("  no change in any series\n")
     for c in result.changes:
         out.append(_change_line(c))
-    short = [s.query for s in result.series if s.too_short]
+    short = list(dict.fromkeys(s.query for s in result.series if s.too_short))  # a name, once
     if short:
         out.append(f"  too few runs to tell yet ({', '.join(short[:6])}{' …' if len(short) > 6 else ''}): "
                    "8 needed\n")
@@ -59,11 +59,13 @@ def list_text(runs: list[HistoryRun], location: str) -> str:
     return "".join(out)
 
 
-def _points(query: str, runs: list[HistoryRun]) -> list[dict[str, Any]]:
+def _points(query: str, runs: list[HistoryRun], series: str | None = None) -> list[dict[str, Any]]:
+    """The query's runs, of one series (its ``key``) when given: an edited query, or one
+    run on other data, starts a series of its own, and a change's ``index`` counts in it."""
     out = []
     for r in runs:
         for q in r.queries:
-            if q.name == query and q.client_ms:
+            if q.name == query and q.client_ms and series in (None, q.key):
                 lo, hi = median_ci(q.client_ms) if len(q.client_ms) >= 3 else (q.median_ms, q.median_ms)
                 out.append({"run_id": r.run_id, "started_at": iso(r.started_at), "median_ms": q.median_ms,
                             "ci_ms": [lo, hi], "runs": len(q.client_ms), "labels": r.labels, "key": q.key,
@@ -77,16 +79,25 @@ def show_json(query: str, runs: list[HistoryRun], result: CheckResult) -> dict[s
             "summary": [s.to_json() for s in result.series if s.query == query]}
 
 
+def _series(query: str, result: CheckResult) -> list[str | None]:
+    """The keys of the query's series, as the check found them (None: all its runs)."""
+    return [s.key for s in result.series if s.query == query] or [None]
+
+
 def show_text(query: str, runs: list[HistoryRun], result: CheckResult) -> str:
-    pts = _points(query, runs)
-    marks = {c.run_id: c for c in result.changes if c.query == query}
-    spikes = {i for s in result.series if s.query == query for i in s.spikes}
-    out = [f"{query}: {len(pts)} runs\n"]
-    for i, p in enumerate(pts):
-        c = marks.get(p["run_id"])
-        tag = f"  ← {c.kind} {_pct(c.ratio)}" if c else ("  (spike, left out)" if i in spikes else "")
-        out.append(f"  {i:>4}  {p['started_at'][:16]}  {p['median_ms']:>10.2f} ms  [{p['ci_ms'][0]:.2f}, "
-                   f"{p['ci_ms'][1]:.2f}]  {p['run_id']}{tag}\n")
+    out = []
+    keys = _series(query, result)
+    for k in keys:
+        pts = _points(query, runs, k)
+        marks = {c.run_id: c for c in result.changes if c.query == query and k in (None, c.key)}
+        spikes = {i for s in result.series if s.query == query and s.key == k for i in s.spikes}
+        other = f" (series {k}: its SQL, settings or data differ from the other series')" if len(keys) > 1 else ""
+        out.append(f"{query}: {len(pts)} runs{other}\n")
+        for i, p in enumerate(pts):
+            c = marks.get(p["run_id"])
+            tag = f"  ← {c.kind} {_pct(c.ratio)}" if c else ("  (spike, left out)" if i in spikes else "")
+            out.append(f"  {i:>4}  {p['started_at'][:16]}  {p['median_ms']:>10.2f} ms  [{p['ci_ms'][0]:.2f}, "
+                       f"{p['ci_ms'][1]:.2f}]  {p['run_id']}{tag}\n")
     return "".join(out)
 
 
@@ -105,21 +116,26 @@ def history_report(runs: list[HistoryRun], result: CheckResult) -> Report:
                   f"{c.index} · {iso(c.started_at)[:16]}", cmp, "new" if c.new else "")
         blocks.append(t)
     blocks += [Text(n) for n in result.notes]
-    names = sorted({s.query for s in result.series},
-                   key=lambda n: min([-c.started_at for c in changes if c.query == n] or [0.0]))
-    series = {n: _points(n, runs) for n in names}
-    marks = {n: [c.index for c in result.changes if c.query == n] for n in names}
-    if names:
+    # one chart per series: a query edited (or run on other data) has two, whose change
+    # indexes count in each
+    ids = sorted({(s.query, s.key) for s in result.series},
+                 key=lambda nk: min([-c.started_at for c in changes if (c.query, c.key) == nk] or [0.0]))
+    several = {n for n, _ in ids if sum(1 for m, _ in ids if m == n) > 1}
+    title = {nk: f"{nk[0]} ({nk[1][:8]})" if nk[0] in several else nk[0] for nk in ids}
+    series = {nk: _points(nk[0], runs, nk[1]) for nk in ids}
+    mine = {nk: [c for c in result.changes if (c.query, c.key) == nk] for nk in ids}
+    if ids:
         blocks.append(Charts([chart(key("history-overview"), "history_overview",
-                                    [(n, [p["median_ms"] for p in series[n]], marks[n]) for n in names])]))
-    for n in names:
-        mine = [c for c in result.changes if c.query == n]
+                                    [(title[nk], [p["median_ms"] for p in series[nk]], [c.index for c in mine[nk]])
+                                     for nk in ids])]))
+    for nk in ids:
         hover = [f"{p['started_at'][:16]} {p['run_id']} {p['version'] or ''} "
-                 + " ".join(f"{k}={v}" for k, v in sorted(p["labels"].items())) for p in series[n]]
-        blocks.append(Details(f"{n} — {len(series[n])} runs, {len(mine)} change(s)", [
-            Charts([chart(key(f"history-{n}"), "history_series", n, [p["median_ms"] for p in series[n]],
-                          [p["ci_ms"] for p in series[n]], [(c.index, c.kind) for c in mine], hover)]),
-            *[b for c in mine for b in _why(c, {r.run_id: r for r in runs})]]))
+                 + " ".join(f"{k}={v}" for k, v in sorted(p["labels"].items())) for p in series[nk]]
+        blocks.append(Details(f"{title[nk]} — {len(series[nk])} runs, {len(mine[nk])} change(s)", [
+            Charts([chart(key(f"history-{nk[0]}-{nk[1]}"), "history_series", title[nk],
+                          [p["median_ms"] for p in series[nk]], [p["ci_ms"] for p in series[nk]],
+                          [(c.index, c.kind) for c in mine[nk]], hover)]),
+            *[b for c in mine[nk] for b in _why(c, {r.run_id: r for r in runs})]]))
     return Report("chbench history", [Section("chbench history", "history", blocks)])
 
 
