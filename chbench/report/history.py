@@ -60,8 +60,8 @@ def list_text(runs: list[HistoryRun], location: str) -> str:
 
 
 def _points(query: str, runs: list[HistoryRun], series: str | None = None) -> list[dict[str, Any]]:
-    """The query's runs, of one series (its ``key``) when given: an edited query, or one
-    run on other data, starts a series of its own, and a change's ``index`` counts in it."""
+    """The query's runs, of one series (its ``key``) when given: an edited query starts
+    a series of its own, and a change's ``index`` counts in it."""
     out = []
     for r in runs:
         for q in r.queries:
@@ -91,7 +91,7 @@ def show_text(query: str, runs: list[HistoryRun], result: CheckResult) -> str:
         pts = _points(query, runs, k)
         marks = {c.run_id: c for c in result.changes if c.query == query and k in (None, c.key)}
         spikes = {i for s in result.series if s.query == query and s.key == k for i in s.spikes}
-        other = f" (series {k}: its SQL, settings or data differ from the other series')" if len(keys) > 1 else ""
+        other = f" (series {k}: its SQL or settings differ from the other series')" if len(keys) > 1 else ""
         out.append(f"{query}: {len(pts)} runs{other}\n")
         for i, p in enumerate(pts):
             c = marks.get(p["run_id"])
@@ -116,8 +116,7 @@ def history_report(runs: list[HistoryRun], result: CheckResult) -> Report:
                   f"{c.index} · {iso(c.started_at)[:16]}", cmp, "new" if c.new else "")
         blocks.append(t)
     blocks += [Text(n) for n in result.notes]
-    # one chart per series: a query edited (or run on other data) has two, whose change
-    # indexes count in each
+    # one chart per series: an edited query has two, whose change indexes count in each
     ids = sorted({(s.query, s.key) for s in result.series},
                  key=lambda nk: min([-c.started_at for c in changes if (c.query, c.key) == nk] or [0.0]))
     several = {n for n, _ in ids if sum(1 for m, _ in ids if m == n) > 1}
