@@ -117,7 +117,7 @@ def history_report(runs: list[HistoryRun], result: CheckResult) -> Report:
         blocks.append(t)
     blocks += [Text(n) for n in result.notes]
     # one chart per series: an edited query has two, whose change indexes count in each
-    ids = sorted({(s.query, s.key) for s in result.series},
+    ids = sorted(dict.fromkeys((s.query, s.key) for s in result.series),  # the series order for ties
                  key=lambda nk: min([-c.started_at for c in changes if (c.query, c.key) == nk] or [0.0]))
     several = {n for n, _ in ids if sum(1 for m, _ in ids if m == n) > 1}
     title = {nk: f"{nk[0]} ({nk[1][:8]})" if nk[0] in several else nk[0] for nk in ids}
