@@ -247,9 +247,9 @@ def _between_run_note(a: Side, b_queries: dict[str, Any], factor: float) -> str:
 
 
 def _say_between_run(notes: list[str], result: Any, stats: Options) -> None:
-    """The one-session note, once the queries were judged: measured as their scatter, or
-    guessed because too few queries were judged to measure it; with sessions, their
-    machine levels."""
+    """The between-run note, once the queries were judged: with sessions, how far their
+    machine levels moved; with one session per side, measured as the queries' scatter,
+    or guessed because too few queries were judged to measure it."""
     level = result.summary.session_levels
     at = next((i for i, n in enumerate(notes) if n.startswith("between-run spread measured")), None)
     if level and at is not None:

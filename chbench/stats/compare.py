@@ -441,20 +441,26 @@ def _test_paired(row: QueryComparison, pairs: Pairs, opts: Options, rng: np.rand
     return bootstrap(pairs.d, rng)
 
 
+def _pooled(a: list[float], b: list[float]) -> tuple[float, float, int] | None:
+    """Two sides' values (log, one per session): their sd about each side's mean pooled
+    over both, the standard error of the difference of the sides' means, and the degrees
+    of freedom Σ(n − 1); None without any (a side with one value adds none)."""
+    df = len(a) + len(b) - 2
+    if df <= 0 or not a or not b:
+        return None
+    ss = sum(float(np.sum((np.asarray(v) - np.mean(v)) ** 2)) for v in (a, b))
+    sd = math.sqrt(ss / df)
+    return sd, sd * math.sqrt(1 / len(a) + 1 / len(b)), df
+
+
 def between_sessions(a: SideData, b: SideData) -> tuple[float, int] | None:
     """The spread (sd of log medians) between sessions, pooled over both sides, as the
     standard error of the difference of the sides' means, with its degrees of freedom;
     None when neither side has two sessions."""
-    ss, df, n = 0.0, 0, []
-    for side in (a, b):
-        meds = np.log([float(np.median(s)) for s in side.sessions if s]) if len(side.sessions) > 1 else None
-        n.append(len(meds) if meds is not None else 1)
-        if meds is not None:
-            ss += float(np.sum((meds - meds.mean()) ** 2))
-            df += len(meds) - 1
-    if df == 0:
-        return None
-    return math.sqrt(ss / df) * math.sqrt(1 / n[0] + 1 / n[1]), df
+    meds = [[math.log(float(np.median(s))) for s in side.sessions if s] if len(side.sessions) > 1 else [0.0]
+            for side in (a, b)]
+    got = _pooled(*meds)
+    return (got[1], got[2]) if got else None
 
 
 def _with_levels(sb: float, df: int, level: tuple[float, int] | None) -> tuple[float, int, str]:
@@ -483,14 +489,11 @@ def sessions_level(side_a: dict[str, SideData], side_b: dict[str, SideData]) -> 
     called a global change of the engine, and the simulator with 5% session levels
     flagged 2.8–4% of A/A queries (docs/measured.md)."""
     levels = [next((d.session_levels for d in side.values() if d.session_levels), []) for side in (side_a, side_b)]
-    df = sum(len(v) - 1 for v in levels if v)
-    if not all(levels) or df == 0:
+    got = _pooled(*levels)
+    if got is None:
         return None
-    ss = sum(float(np.sum((np.asarray(v) - np.mean(v)) ** 2)) for v in levels)
-    sd = math.sqrt(ss / df)
-    se = sd * math.sqrt(1 / len(levels[0]) + 1 / len(levels[1]))
-    return {"sd": sd, "se": se, "df": df, "sessions": [len(v) for v in levels],
-            "half": t95(df) * se}
+    sd, se, df = got
+    return {"sd": sd, "se": se, "df": df, "sessions": [len(v) for v in levels], "half": t95(df) * se}
 
 
 def t95(df: float) -> float:

@@ -80,9 +80,10 @@ def round_factors(times: dict[str, list[tuple[tuple[int, int], float]]],
     sessions: dict[int, list[float]] = {}
     for (session, _), level in typical.items():
         sessions.setdefault(session, []).append(level)
-    dev = np.concatenate([np.asarray(v) - np.median(v) for v in sessions.values()]) if sessions else np.zeros(0)
+    levels = {k: float(np.median(v)) for k, v in sessions.items()}
+    dev = np.concatenate([np.asarray(v) - levels[k] for k, v in sessions.items()]) if sessions else np.zeros(0)
     spread = 1.4826 * float(np.median(np.abs(dev))) if len(dev) > 1 else 0.0
-    return out, RoundFactors(typical, spread, {k: float(np.median(v)) for k, v in sessions.items()})
+    return out, RoundFactors(typical, spread, levels)
 
 
 def take_out(queries: dict[str, SideData]) -> RoundFactors | None:
