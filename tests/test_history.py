@@ -351,3 +351,10 @@ def test_clickhouse_store_on_a_real_server(modern: Any, tmp_path: Path) -> None:
         sql = sql.replace("$__timeFilter(started_at)", "started_at >= toDateTime64(0, 3)")
         rows = http_post(modern.http_port, sql + " FORMAT JSONEachRow").splitlines()
         assert rows, panel["title"]
+
+
+def test_a_store_on_a_server_too_old_for_its_tables_is_refused_in_one_line(legacy: Any, tmp_path: Path) -> None:
+    fs = files(tmp_path, one_step(n=2, at=1, query=0, ratio=0.9))
+    r = run_cli("history", "add", *fs, "--store", f"clickhouse://127.0.0.1:{legacy.tcp_port}/default")
+    assert_one_line_error(r)  # the driver's "Code: 50." alone said nothing: the server's reason follows it
+    assert "cannot create the history tables (Code: 50. DB::Exception: Unknown data type family" in r.stderr

@@ -27,6 +27,7 @@ from typing import Any
 from chbench.errors import ConnectError, UsageError
 from chbench.history.record import HistoryRun, QueryRecord
 from chbench.history.store import NoHistoryThere, Reported, matches
+from chbench.targets.base import first_line
 from chbench.targets.url import parse_target_url
 
 DEFAULT_DATABASE = "chbench"
@@ -75,7 +76,7 @@ class _Connection:
                     verify=True, ca_cert=ca_file, connect_timeout=10, send_receive_timeout=120)
         except Exception as e:  # noqa: BLE001 - either client's connection errors
             raise ConnectError(f"--store {self.display}: cannot connect ({type(e).__name__}: "
-                               f"{str(e).splitlines()[0][:200] if str(e) else ''})") from None
+                               f"{first_line(str(e), 200)})") from None
 
     def command(self, sql: str) -> None:
         if self.native:
@@ -129,7 +130,7 @@ class ClickHouseStore:
         except Exception as e:  # noqa: BLE001 - the server's refusal, as one line
             self.conn.close()
             raise ConnectError(f"--store {self.location}: cannot {'read' if not create else 'create'} the history "
-                               f"tables ({str(e).splitlines()[0][:300]})") from None
+                               f"tables ({first_line(str(e))})") from None
         if not create and not there:
             self.conn.close()  # nothing to read: the caller gets NoHistory, not this store
             raise NoHistoryThere(self.location)

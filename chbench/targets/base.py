@@ -300,8 +300,12 @@ def parse_exception_code(text: str) -> int | None:
 
 
 def first_line(text: str, limit: int = 300) -> str:
-    """The first line, without the "Stack trace:" that ends it when the trace follows."""
-    line = text.strip().splitlines()[0] if text.strip() else ""
+    """The first line, without the "Stack trace:" that ends it when the trace follows; a
+    bare "Code: 50." (clickhouse-driver puts the server's message on the next line) keeps
+    the line after it."""
+    lines = text.strip().splitlines()
+    line = " ".join(lines[:2]) if len(lines) > 1 and re.fullmatch(r"Code: \d+\.", lines[0]) else \
+        (lines[0] if lines else "")
     line = line.removesuffix("Stack trace:").rstrip()
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
