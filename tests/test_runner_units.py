@@ -131,6 +131,12 @@ def test_failed_queries_are_samples_and_the_run_goes_on():
     bad, good = outcome.doc.queries
     assert bad.errors >= 2 and all(s.error and s.error["code"] == 46 for s in bad.samples)
     assert good.errors == 0 and len(good.measured("A")) == 4
+    from chbench.report.run import _short
+
+    # the run's table shows the server's reason, not its prefix, and says where it cut
+    assert _short("Code: 60. DB::Exception: Table default.t does not exist. (UNKNOWN_TABLE)") == \
+        "Table default.t does not exist. (UNKNOWN_TABLE)"
+    assert _short("x" * 80) == "x" * 59 + "…"
 
 
 def test_comparison_of_two_scripted_runs(tmp_path):

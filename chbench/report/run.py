@@ -4,6 +4,7 @@ distribution and the samples in run order."""
 
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,7 +70,7 @@ def run_table(doc: RunDocument) -> Table:
             d = side_samples(q, sid)
             ok = [x for x in d.client_ms if x is not None]
             lo, hi = median_ci(ok) if ok else (None, None)
-            errors = Cell(d.errors, text=f"{d.errors} ({d.first_error[:60]})" if d.errors else "0")
+            errors = Cell(d.errors, text=f"{d.errors} ({_short(d.first_error)})" if d.errors else "0")
             side = q.sides.get(sid)
             if not d.client_ms and (q.skipped(sid) or (side is not None and side.failed)):
                 errors = Cell(0, text="skipped" if q.skipped(sid) else "set-up failed")  # why: the test's line
@@ -135,3 +136,10 @@ def set_aside_lines(doc: RunDocument) -> list[Text]:
     if rec.get("never_quiet"):
         line += "; the machine never got quiet: the rest was measured as it was"
     return [Text(line)]
+
+
+def _short(message: str, limit: int = 60) -> str:
+    """An error for a table cell: without ClickHouse's "Code: N. DB::Exception: " (the
+    code's name ends the message), and "…" where it is cut (seen: "… does not exist. (UN")."""
+    text = re.sub(r"^Code: \d+\. DB::Exception: ", "", message.strip())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
