@@ -110,6 +110,8 @@ def test_uniform_shift_explained_by_a_busier_machine_is_a_warning_exit_0(files, 
     assert lo < s["shift"]["ratio"] < hi and 1.09 < s["shift"]["ratio"] < 1.15
     assert [q["verdict"] for q in doc["queries"]] == ["no change"] * 6
     md = run_cli("compare", str(a), str(b), "--format", "markdown").stdout
+    # each row shows its change against 1 (about +12%): its note says the verdict is against the machine's shift
+    assert md.count("vs the machine's +1") == 6, md
     assert "B ran on a busier machine (other processes' CPU 0% vs 20%" in md  # a finding under the table
     full = run_cli("compare", str(a), str(b), "--format", "markdown", "--verbose").stdout
     assert "machine busier during B: other processes' CPU 0% vs 20%" in full
