@@ -142,6 +142,9 @@ def test_same_file_twice_is_no_change(files):
     r = run_cli("compare", str(files["a"]), str(files["a"]), "--format", "json")
     assert r.code == 0
     assert all(q["verdict"] in ("no change", "unstable") for q in r.json()["queries"])
+    assert any("is given twice" in n for n in r.json()["notes"])  # said, not left to the reader
+    other = run_cli("compare", str(files["a"]), str(files["b"]), "--format", "json")
+    assert not any("given twice" in n for n in other.json()["notes"])
 
 
 def test_matching_by_sql_when_names_differ(files, tmp_path):

@@ -5,6 +5,7 @@ name then SQL, weigh the machine's own drift, and compare query by query."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,6 +137,12 @@ def _notes(loaded: list[Sides], separate: bool, machine: dict[str, Any] | None) 
     for f in loaded:
         if f.status != "complete":
             notes.append(f"{f.path} is incomplete (status: {f.status}): only what it holds is compared")
+    seen: set[str] = set()
+    for f in loaded:  # a slip of the command line, or a sanity check: either way, say it
+        path = os.path.realpath(f.path)
+        if path in seen:
+            notes.append(f"{f.path} is given twice: its runs are compared with (or pooled with) themselves")
+        seen.add(path)
     if "chbench-load" in formats:
         notes.append("a load run: latencies come from its histograms (within 0.4%), in no particular order, "
                      "measured under concurrency")
