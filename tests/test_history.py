@@ -247,6 +247,10 @@ def test_history_cli_gate_contract_and_exports(tmp_path: Path) -> None:
     r = run_cli("history", "export", "--store", store, "--format", "csv", "--label", "branch=other")
     assert r.code == 0 and r.stdout.splitlines()[0].startswith("run_id,started_at,labels")
     assert len(r.stdout.splitlines()) == 1
+    assert "none of the 40 stored runs matches --label branch=other; their labels: branch=main" in r.stderr
+    r = run_cli("history", "check", "--store", store, "--label", "branch=mian")  # a CI gate's typo is said
+    assert r.code == 0 and "none of the 40 stored runs matches --label branch=mian" in r.stderr, r.stderr
+    assert "matches" not in run_cli("history", "check", "--store", store, "--label", "branch=main").stderr
     r = run_cli("history", "show", "q3", "--store", store)
     assert r.code == 0 and "← regression" in r.stdout and len(r.stdout.splitlines()) == 41
     r = run_cli("history", "list", "--store", store, "--format", "json")

@@ -9,7 +9,7 @@ import os
 import re
 import sys
 import time
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from chbench.commands.args import Parser, add_format, percent
@@ -136,6 +136,30 @@ def run(args: argparse.Namespace) -> int:
         store.close()
 
 
+def _selected(args: argparse.Namespace, store: Store, samples: bool = True, since: bool = True) -> list[Any]:
+    """The runs the filters select; when they select none of a store that has runs, a
+    warning names what is there — a mistyped label must not pass a CI gate in silence."""
+    labels = dict(getattr(args, "label", None) or [])
+    after = getattr(args, "since", None) if since else None
+    runs = store.runs(since=after, labels=labels, samples=samples)
+    if not runs and (labels or after is not None):
+        every = store.runs(samples=False)
+        if every:
+            values: dict[str, set[str]] = {}
+            for r in every:
+                for k, v in r.labels.items():
+                    values.setdefault(k, set()).add(v)
+            have = [f"{k}={'|'.join(sorted(v))}" if len(v) <= 3 else f"{k} ({len(v)} values)"
+                    for k, v in sorted(values.items())]
+            wanted = " ".join(f"--label {k}={v}" for k, v in labels.items())
+            if after is not None:
+                newest = datetime.fromtimestamp(max(r.started_at for r in every), tz=timezone.utc)
+                wanted += f" --since (the newest run started {newest:%Y-%m-%d %H:%M} UTC)"
+            sys.stderr.write(f"chbench: warning: none of the {len(every)} stored runs matches {wanted.strip()}; "
+                             f"their labels: {', '.join(have) or 'none'}\n")
+    return runs
+
+
 def _add(args: argparse.Namespace, store: Store) -> int:
     added = add_files(args.files, dict(args.label), store, args.side)
     skipped = len(args.files) - len(added)
@@ -147,7 +171,7 @@ def _add(args: argparse.Namespace, store: Store) -> int:
 def _check(args: argparse.Namespace, store: Store) -> int:
     from chbench.history.check import CheckOptions, check
 
-    runs = store.runs(labels=dict(args.label))
+    runs = _selected(args, store, since=False)  # --since: which changes are reported, not which runs count
     result = check(runs, store.reported(), CheckOptions(threshold=args.threshold, alpha=args.alpha, since=args.since))
     if not args.no_record:
         store.record_reported([c.reported() for c in result.changes if c.new])
@@ -171,7 +195,7 @@ def _write_html(path: str, runs: list[Any], result: Any) -> None:
 
 
 def _list(args: argparse.Namespace, store: Store) -> int:
-    runs = store.runs(since=args.since, labels=dict(args.label), samples=False)
+    runs = _selected(args, store, samples=False)
     if args.format == "json":
         from chbench.report.history import export_json
 
@@ -186,7 +210,7 @@ def _list(args: argparse.Namespace, store: Store) -> int:
 def _show(args: argparse.Namespace, store: Store) -> int:
     from chbench.history.check import CheckOptions, check
 
-    runs = store.runs(since=args.since, labels=dict(args.label))
+    runs = _selected(args, store)
     if not any(q.name == args.query for r in runs for q in r.queries):
         names = sorted({q.name for r in runs for q in r.queries})
         raise UsageError(f"no query named {args.query!r} in the store ({', '.join(names[:8]) or 'no runs'} …)")
@@ -203,7 +227,7 @@ def _show(args: argparse.Namespace, store: Store) -> int:
 def _export(args: argparse.Namespace, store: Store) -> int:
     from chbench.report.history import export_csv, export_json
 
-    runs = store.runs(since=args.since, labels=dict(args.label))
+    runs = _selected(args, store)
     sys.stdout.write(export_json(runs) if args.format == "json" else export_csv(runs))
     return EXIT_OK
 
@@ -211,7 +235,7 @@ def _export(args: argparse.Namespace, store: Store) -> int:
 def _report(args: argparse.Namespace, store: Store) -> int:
     from chbench.history.check import CheckOptions, check
 
-    runs = store.runs(since=args.since, labels=dict(args.label))
+    runs = _selected(args, store)
     result = check(runs, store.reported(), CheckOptions(threshold=args.threshold))
     _write_html(args.html, runs, result)
     return EXIT_OK
