@@ -14,6 +14,7 @@ from chbench.export.sections import Cell, Charts, Column, Details, Section, Tabl
 from chbench.report.charts import chart, key
 from chbench.results import RunDocument, RunQuery
 from chbench.stats.summary import median_ci
+from chbench.targets.base import first_line
 
 COLUMNS = [
     Column("query", align="left", key="name"), Column("side", align="left", key="side"),
@@ -141,5 +142,4 @@ def set_aside_lines(doc: RunDocument) -> list[Text]:
 def _short(message: str, limit: int = 60) -> str:
     """An error for a table cell: without ClickHouse's "Code: N. DB::Exception: " (the
     code's name ends the message), and "…" where it is cut (seen: "… does not exist. (UN")."""
-    text = re.sub(r"^Code: \d+\. DB::Exception: ", "", message.strip())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return first_line(re.sub(r"^Code: \d+\. DB::Exception: ", "", message.strip()), limit)
