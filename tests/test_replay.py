@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from chbench.replay.player import lanes_needed
-from chbench.replay.statements import classify, redact_literals, skip_reason
+from chbench.replay.statements import classify, redact_literals, short_name, skip_reason
 from chbench.replay.suite import suite_text
 from chbench.workload import load_workload
 from tests.conftest import assert_interrupted, assert_one_line_error, load, run_cli, spawn_cli, wait_for_results
@@ -54,6 +54,9 @@ def test_redacted_literals_still_parse() -> None:
     assert "sec" not in out and "42" not in out and "3.5e3" not in out and "x\\'y" not in out
     assert "`a1`" in out and '"b2"' in out and "-- note 7" in out
     assert out.count("'?'") == 2 and out.endswith("LIMIT 0")
+    # a display name blanks what a string holds and keeps the names a query quotes
+    assert short_name("SELECT x FROM `default`.t WHERE s = 'secret' -- c", 9) == \
+        "SELECT x FROM `default`.t WHERE s = ' '"
 
 
 def test_lanes_needed_from_captured_timing() -> None:

@@ -118,8 +118,12 @@ def normalized_hash(sql: str) -> str:
 
 
 def short_name(sql: str, words: int = 6) -> str:
-    """The first words of a statement, for tables and file names."""
-    text = " ".join(_masked(sql).split())
+    """The first words of a statement, for tables and file names: string literals
+    blanked, quoted names kept (a backquoted database name showed as two backquotes)."""
+    try:
+        text = " ".join(strip_comments_and_strings(sql, keep_strings=False, keep_identifiers=True).split())
+    except UsageError:  # an unterminated quote or comment: the server refused it anyway
+        text = " ".join(sql.split())
     return " ".join(text.split(" ")[:words])[:60]
 
 

@@ -15,13 +15,14 @@ STATEMENT_START = re.compile(
 )
 
 
-def strip_comments_and_strings(sql: str, keep_strings: bool = True) -> str:
+def strip_comments_and_strings(sql: str, keep_strings: bool = True, keep_identifiers: bool = False) -> str:
     """Same length as ``sql``, with comments (and, unless keep_strings, string
-    contents) blanked out, so positions found in the result are valid in ``sql``."""
-    return "".join(scan(sql, keep_strings)[0])
+    contents) blanked out, so positions found in the result are valid in ``sql``;
+    ``keep_identifiers``: quoted names (backticks, double quotes) stay as written."""
+    return "".join(scan(sql, keep_strings, keep_identifiers)[0])
 
 
-def scan(sql: str, keep_strings: bool) -> tuple[list[str], list[int]]:
+def scan(sql: str, keep_strings: bool, keep_identifiers: bool = False) -> tuple[list[str], list[int]]:
     """Mask comments/strings; return the masked chars and the offsets of top-level ';'."""
     out: list[str] = []
     semis: list[int] = []
@@ -56,7 +57,7 @@ def scan(sql: str, keep_strings: bool) -> tuple[list[str], list[int]]:
                     break
                 j += 1
             chunk = sql[i : j + 1]
-            out.extend(chunk if keep_strings else c + " " * (len(chunk) - 2) + c)
+            out.extend(chunk if keep_strings or (keep_identifiers and c != "'") else c + " " * (len(chunk) - 2) + c)
             i = j + 1
         else:
             if c == ";":
