@@ -28,9 +28,9 @@ _FIRST_WORD = re.compile(r"[A-Za-z_]+")
 _INTO_OUTFILE = re.compile(r"\bINTO\s+OUTFILE\b", re.IGNORECASE)
 
 
-def _masked(sql: str) -> str:
+def _masked(sql: str, keep_identifiers: bool = False) -> str:
     try:
-        return strip_comments_and_strings(sql, keep_strings=False)
+        return strip_comments_and_strings(sql, keep_strings=False, keep_identifiers=keep_identifiers)
     except UsageError:  # an unterminated quote or comment: the server refused it anyway
         return sql
 
@@ -120,10 +120,7 @@ def normalized_hash(sql: str) -> str:
 def short_name(sql: str, words: int = 6) -> str:
     """The first words of a statement, for tables and file names: string literals
     blanked, quoted names kept (a backquoted database name showed as two backquotes)."""
-    try:
-        text = " ".join(strip_comments_and_strings(sql, keep_strings=False, keep_identifiers=True).split())
-    except UsageError:  # an unterminated quote or comment: the server refused it anyway
-        text = " ".join(sql.split())
+    text = " ".join(_masked(sql, keep_identifiers=True).split())
     return " ".join(text.split(" ")[:words])[:60]
 
 
