@@ -148,3 +148,67 @@ def test_an_undecided_step_goes_on_only_while_it_leans_to_hold():
     strict = judge(Search.slos[0], st, 0, LEANING_CONFIDENCE)
     assert strict["ci"][1] > judge(Search.slos[0], st, 0)["ci"][1]
     assert CapacityStep(100.0, st, 60.0, 16_008, 16_008, 0).judged(Search.slos)[0]["verdict"] == "holds"
+
+
+def test_bad_requests_in_bursts_widen_the_slo_intervals():
+    """Errors that come in bursts (here only in 1 of 10 seconds) are worth fewer
+    independent requests: the binomial interval covers the true rate far less than 95% of
+    the time, the one over n / dispersion about as often as it says."""
+    import numpy as np
+
+    from chbench.stats.quantile import dispersion
+
+    rng = np.random.default_rng(28)
+    true_rate, per_second, seconds = 0.002, 100, 60
+    plain = widened = 0
+    phis = []
+    for _ in range(400):
+        bursts = rng.random(seconds) < 0.1
+        bad = rng.binomial(per_second, np.where(bursts, true_rate / 0.1, 0.0))
+        bins = [(per_second, int(b)) for b in bad]
+        phi = dispersion(bins)
+        phis.append(phi)
+        n, e = per_second * seconds, int(bad.sum())
+        _, lo, hi = rate_interval(e, n)
+        plain += lo <= true_rate <= hi
+        _, lo, hi = rate_interval(e, n, dispersion=phi)
+        widened += lo <= true_rate <= hi
+    assert 2.0 < float(np.median(phis)) < 4.0  # 1 + 2 errors a burst second × 0.9
+    assert plain < 330 and widened >= 360, (plain, widened)  # of 400: nominal 380
+    # independent errors: no wider than binomial (the floor), and about as often
+    assert dispersion([(100, int(b)) for b in rng.binomial(100, 0.002, 60)]) < 1.6
+    assert dispersion([(100, 0)] * 10) == 1.0 and dispersion([(100, 1)]) == 1.0
+
+
+def test_a_step_with_slow_answers_in_bursts_is_not_shown_to_hold():
+    """A p99<=30ms step whose answers beyond 30 ms came in 3 bursty seconds (as measured
+    on this machine near a CPU-bound query's capacity): over the same requests taken as
+    independent it holds; the step's looks see the bursts and leave it undecided, and
+    the step line says the interval is wider for them."""
+    from chbench.load.capacity import CapacityStep, _Looks, step_line
+    from chbench.load.recorder import Stats
+
+    class Search:
+        slos = [parse_slo("p99<=30ms")]
+        steps: list = []
+
+        def on_progress(self, p):
+            pass
+
+    looks = _Looks(Search(), 180.0, 60.0)  # type: ignore[arg-type]
+    total = Stats()
+    for second in range(60):
+        st = Stats()
+        for i in range(180):
+            st.hist.record(40.0 if second in (22, 25, 41) and i < 18 else 8.0)
+        st.queries = 180
+        looks.interval(0, {}, {0: st}, 1.0, {}, float(second))
+        total.merge(st)
+    phi = looks.dispersions()[0]
+    assert phi > 10
+    independent = CapacityStep(180.0, total, 60.0, 10_800, 10_800, 0).judged(Search.slos)[0]
+    assert independent["verdict"] == "holds" and independent["dispersion"] == 1.0
+    step = CapacityStep(180.0, total, 60.0, 10_800, 10_800, 0, dispersions=looks.dispersions())
+    bursty = step.judged(Search.slos)[0]
+    assert bursty["verdict"] == "undecided" and bursty["dispersion"] == round(phi, 2)
+    assert "in bursts" in step_line(step.entry(Search.slos))

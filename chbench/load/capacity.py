@@ -11,7 +11,10 @@ at ``--rate-min``. Each step is an open-loop level at one offered rate (``run_le
 so it works in one process, with ``--workers`` and through ``--master`` alike) that is
 judged while it runs (``_Looks``): it stops as soon as it breaks for certain, or holds.
 Requests that were due but never sent count as infinitely slow, so a client that cannot
-keep up never makes a rate look good.
+keep up never makes a rate look good. Bad requests (errors, answers beyond a latency
+limit) that come in bursts make a step's requests worth fewer independent ones: each
+SLO's interval is widened by the dispersion of its bad requests second by second
+(``bad_requests``, ``stats.quantile.dispersion``).
 
 The answer: ``capacity = {"rate", "ci": [rate, first rate not shown to hold], "broken_at",
 "slo", "steps", "budget", "probe", "ended_by"}`` — the true capacity lies in ``ci``."""
@@ -29,7 +32,7 @@ from chbench.load.config import LoadConfig
 from chbench.load.levels import Host, LevelResult, SourceFactory, local_source, run_level
 from chbench.load.recorder import Key, Stats
 from chbench.observer import Observer
-from chbench.stats.quantile import CONFIDENCE, percentile_interval, rate_interval
+from chbench.stats.quantile import CONFIDENCE, dispersion, percentile_interval, rate_interval
 
 MAX_EXTENSIONS = 2  # an undecided step goes on at most this many times its planned length,
 LEANING_EXTENSIONS = 5  # or this many while it leans to hold (seen: 69 QPS, 6 of 12,165 refused,
@@ -93,17 +96,28 @@ def samples_to_decide(slo: SLO, confidence: float = 0.95) -> int:
     return math.ceil(math.log(tail) / math.log1p(-min(slo.limit, 0.999999)))
 
 
-def judge(slo: SLO, total: Stats, never_sent: int, confidence: float = CONFIDENCE) -> dict[str, Any]:
-    """One SLO on one step: its estimate, interval and verdict."""
+def judge(slo: SLO, total: Stats, never_sent: int, confidence: float = CONFIDENCE,
+          phi: float = 1.0) -> dict[str, Any]:
+    """One SLO on one step: its estimate, interval and verdict; ``phi``: the dispersion
+    of its bad requests (1: independent)."""
     if slo.percentile is not None:
-        est, low, high = percentile_interval(total.hist, slo.percentile, never_sent, confidence)
+        est, low, high = percentile_interval(total.hist, slo.percentile, never_sent, confidence, phi)
     else:
         n = total.queries + total.errors
-        est, low, high = rate_interval(total.errors, n, confidence)
+        est, low, high = rate_interval(total.errors, n, confidence, phi)
         if slo.limit <= 0:  # errors<=0: no interval can show a rate of exactly 0; none may occur
             return {"slo": slo.text, "value": est, "ci": [low, high], "verdict": "breaks" if total.errors else "holds"}
     verdict = "holds" if high <= slo.limit else "breaks" if low > slo.limit else "undecided"
-    return {"slo": slo.text, "value": _finite(est), "ci": [_finite(low), _finite(high)], "verdict": verdict}
+    return {"slo": slo.text, "value": _finite(est), "ci": [_finite(low), _finite(high)], "verdict": verdict,
+            "dispersion": round(phi, 2)}
+
+
+def bad_requests(slo: SLO, st: Stats) -> tuple[int, int]:
+    """(requests, bad ones) of one interval for ``slo``: its errors among all requests, or
+    its answers slower than the limit among the answers."""
+    if slo.percentile is None:
+        return st.queries + st.errors, st.errors
+    return st.hist.count, sum(n for v, n in st.hist.values() if v > slo.limit)
 
 
 def _finite(v: float | None) -> float | None:
@@ -119,13 +133,15 @@ class CapacityStep:
     started: int
     late: int
     runs: int = 1
+    dispersions: list[float] | None = None  # per SLO (None: independent requests)
 
     @property
     def never_sent(self) -> int:
         return max(0, self.due - self.started)
 
     def judged(self, slos: list[SLO], confidence: float = CONFIDENCE) -> list[dict[str, Any]]:
-        return [judge(s, self.total, self.never_sent, confidence) for s in slos]
+        phis = self.dispersions or [1.0] * len(slos)
+        return [judge(s, self.total, self.never_sent, confidence, phi) for s, phi in zip(slos, phis, strict=True)]
 
     def entry(self, slos: list[SLO], judged: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         judged = judged if judged is not None else self.judged(slos)
@@ -277,7 +293,7 @@ class CapacitySearch:
         self.results.append(res)
         self.rates.append(rate)
         step = CapacityStep(rate, res.total(), res.seconds, res.due or 0, res.started, res.late,
-                            runs=max(1, looks.looks))
+                            runs=max(1, looks.looks), dispersions=looks.dispersions())
         if res.fatal or res.interrupted:
             self.stopped = res
         judged = looks.final(step)
@@ -370,6 +386,23 @@ class _Looks(Observer):
         self.verdict = "undecided"
         self.decided_at: float | None = None
         self.judged: list[dict[str, Any]] | None = None
+        self.bins: list[list[tuple[int, int]]] = [[] for _ in search.slos]  # per SLO, per interval (-d, 1 s)
+
+    def interval(self, level: int, row: dict[str, Any], hosts_stats: dict[int, Stats], seconds: float,
+                 cumulative: dict[int, Stats], elapsed: float) -> None:
+        st = Stats()
+        for s in hosts_stats.values():
+            st.merge(s)
+        for slo, bins in zip(self.search.slos, self.bins, strict=True):
+            bins.append(bad_requests(slo, st))
+
+    def dispersions(self) -> list[float]:
+        """Per SLO, how much its bad requests clustered second by second so far. (Measured,
+        2026-12-03, ``bench/capacity_dispersion.py``: answers beyond a p99 limit of a
+        CPU-bound query near capacity came in bursts, 38 of 8,740 in 10 of 58 seconds,
+        dispersion 5.5, and 55 of 10,468 in 3 seconds, 44: the binomial interval was 2.3
+        and 6.6 times too narrow. Refusals of a fifth concurrent query: 0.7–1.6.)"""
+        return [dispersion(bins) for bins in self.bins]
 
     def decided(self, totals: dict[Key, Stats], live: dict[str, Any], elapsed: float) -> bool:
         n = sum(st.queries + st.errors for st in totals.values())
@@ -381,7 +414,7 @@ class _Looks(Observer):
         for st in totals.values():
             total.merge(st)
         step = CapacityStep(self.rate, total, elapsed, live.get("due") or 0, live.get("started", 0),
-                            live.get("late", 0))
+                            live.get("late", 0), dispersions=self.dispersions())
         decided = False
         if full:  # a full look: 95% both ways
             self.looks += 1
@@ -448,8 +481,8 @@ def bracket_line(cap: dict[str, Any]) -> str:
 
 
 def step_line(e: dict[str, Any]) -> str:
-    slos = "; ".join(f"{j['slo']}: {_num(j['value'])} [{_num(j['ci'][0])}, {_num(j['ci'][1])}] {j['verdict']}"
-                     for j in e["slos"])
+    slos = "; ".join(f"{j['slo']}: {_num(j['value'])} [{_num(j['ci'][0])}, {_num(j['ci'][1])}]{_bursts(j)} "
+                     f"{j['verdict']}" for j in e["slos"])
     return (f"offered {e['offered_qps']:.1f} QPS, achieved {e['achieved_qps']:.1f}, p50 {_num(e['p50_ms'])} ms, "
             f"p99 {_num(e['p99_ms'])} ms, errors {e['errors']}, late {e['late']}, dropped {e['dropped']} — {slos} "
             f"=> {e['verdict']}")
@@ -457,9 +490,16 @@ def step_line(e: dict[str, Any]) -> str:
 
 def progress_line(p: dict[str, Any]) -> str:
     """The running step, as the terminal shows it every few seconds."""
-    slos = "; ".join(f"{j['slo']} {_num(j['value'])} [{_num(j['ci'][0])}, {_num(j['ci'][1])}]" for j in p["slos"])
+    slos = "; ".join(f"{j['slo']} {_num(j['value'])} [{_num(j['ci'][0])}, {_num(j['ci'][1])}]{_bursts(j)}"
+                     for j in p["slos"])
     return (f"  step {p['step']} at {p['rate']:.1f} QPS, {p['seconds']:.0f} s: {p['requests']:,} requests, "
             f"{p['errors']:,} errors — {slos} ({p['verdict']})")
+
+
+def _bursts(j: dict[str, Any]) -> str:
+    """How much wider the interval is for bad requests that came in bursts (said from 1.1x)."""
+    widened = math.sqrt(j.get("dispersion") or 1.0)
+    return f" (in bursts: {widened:.1f}x wider)" if widened >= 1.1 else ""
 
 
 def _num(v: float | None) -> str:
