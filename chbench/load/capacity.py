@@ -11,10 +11,10 @@ at ``--rate-min``. Each step is an open-loop level at one offered rate (``run_le
 so it works in one process, with ``--workers`` and through ``--master`` alike) that is
 judged while it runs (``_Looks``): it stops as soon as it breaks for certain, or holds.
 Requests that were due but never sent count as infinitely slow, so a client that cannot
-keep up never makes a rate look good. Bad requests (errors, answers beyond a latency
-limit) that come in bursts make a step's requests worth fewer independent ones: each
-SLO's interval is widened by the dispersion of its bad requests second by second
-(``bad_requests``, ``stats.quantile.dispersion``).
+keep up never makes a rate look good. Errors, or answers beyond a percentile, that come
+in bursts make a step's requests worth fewer independent ones: each SLO's interval is
+widened by their dispersion second by second (``_Looks.dispersions``,
+``stats.quantile.dispersion``).
 
 The answer: ``capacity = {"rate", "ci": [rate, first rate not shown to hold], "broken_at",
 "slo", "steps", "budget", "probe", "ended_by"}`` — the true capacity lies in ``ci``."""
@@ -112,12 +112,14 @@ def judge(slo: SLO, total: Stats, never_sent: int, confidence: float = CONFIDENC
             "dispersion": round(phi, 2)}
 
 
-def bad_requests(slo: SLO, st: Stats) -> tuple[int, int]:
-    """(requests, bad ones) of one interval for ``slo``: its errors among all requests, or
-    its answers slower than the limit among the answers."""
+def bad_requests(slo: SLO, st: Stats, beyond_ms: float | None) -> tuple[int, int]:
+    """(requests, the ones that count) of one interval for ``slo``: its errors among all
+    requests, or its answers slower than ``beyond_ms`` among the answers."""
     if slo.percentile is None:
         return st.queries + st.errors, st.errors
-    return st.hist.count, sum(n for v, n in st.hist.values() if v > slo.limit)
+    if beyond_ms is None:
+        return st.hist.count, 0
+    return st.hist.count, sum(n for v, n in st.hist.values() if v > beyond_ms)
 
 
 def _finite(v: float | None) -> float | None:
@@ -293,7 +295,7 @@ class CapacitySearch:
         self.results.append(res)
         self.rates.append(rate)
         step = CapacityStep(rate, res.total(), res.seconds, res.due or 0, res.started, res.late,
-                            runs=max(1, looks.looks), dispersions=looks.dispersions())
+                            runs=max(1, looks.looks), dispersions=looks.dispersions(res.total()))
         if res.fatal or res.interrupted:
             self.stopped = res
         judged = looks.final(step)
@@ -386,23 +388,29 @@ class _Looks(Observer):
         self.verdict = "undecided"
         self.decided_at: float | None = None
         self.judged: list[dict[str, Any]] | None = None
-        self.bins: list[list[tuple[int, int]]] = [[] for _ in search.slos]  # per SLO, per interval (-d, 1 s)
+        self.intervals: list[Stats] = []  # each -d interval's (1 s): how the bad requests spread over the step
 
     def interval(self, level: int, row: dict[str, Any], hosts_stats: dict[int, Stats], seconds: float,
                  cumulative: dict[int, Stats], elapsed: float) -> None:
         st = Stats()
         for s in hosts_stats.values():
             st.merge(s)
-        for slo, bins in zip(self.search.slos, self.bins, strict=True):
-            bins.append(bad_requests(slo, st))
+        self.intervals.append(st)
 
-    def dispersions(self) -> list[float]:
-        """Per SLO, how much its bad requests clustered second by second so far. (Measured,
-        2026-12-03, ``bench/capacity_dispersion.py``: answers beyond a p99 limit of a
-        CPU-bound query near capacity came in bursts, 38 of 8,740 in 10 of 58 seconds,
-        dispersion 5.5, and 55 of 10,468 in 3 seconds, 44: the binomial interval was 2.3
-        and 6.6 times too narrow. Refusals of a fifth concurrent query: 0.7–1.6.)"""
-        return [dispersion(bins) for bins in self.bins]
+    def dispersions(self, total: Stats) -> list[float]:
+        """Per SLO, how much the requests its interval counts clustered interval by interval
+        so far: its errors; for a percentile, the answers beyond the step's own estimate of
+        it, whose count the order-statistic interval takes as binomial (about (1 − p) n of
+        them, so known even when no answer came near the limit). (Measured 2026-12-03,
+        ``bench/capacity_dispersion.py``: answers beyond 30 ms of a CPU-bound query near
+        its capacity came in bursts, 38 of 8,740 in 10 of 58 seconds, dispersion 5.5, and
+        55 of 10,468 in 3 seconds, 44: a binomial interval 2.3 and 6.6 times too narrow.
+        Refusals of a fifth concurrent query: 0.7–1.6.)"""
+        out = []
+        for slo in self.search.slos:
+            beyond = total.hist.percentile(slo.percentile) if slo.percentile is not None else None
+            out.append(dispersion([bad_requests(slo, st, beyond) for st in self.intervals]))
+        return out
 
     def decided(self, totals: dict[Key, Stats], live: dict[str, Any], elapsed: float) -> bool:
         n = sum(st.queries + st.errors for st in totals.values())
@@ -414,7 +422,7 @@ class _Looks(Observer):
         for st in totals.values():
             total.merge(st)
         step = CapacityStep(self.rate, total, elapsed, live.get("due") or 0, live.get("started", 0),
-                            live.get("late", 0), dispersions=self.dispersions())
+                            live.get("late", 0), dispersions=self.dispersions(total))
         decided = False
         if full:  # a full look: 95% both ways
             self.looks += 1
