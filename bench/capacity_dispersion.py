@@ -13,7 +13,8 @@ sleep(0.05)`` against the 26.9 server, which runs at most 4 at once (a fifth is 
 code 202), 16 connections, open loop at fixed rates around its capacity (4 / service
 time, ~77 QPS here). With ``--slots 0`` nothing is refused and a CPU-bound query queues
 instead. Per second of each step: the requests, the errors and the answers slower than
-the p99 SLO's limit (``--limit-ms``, 200). Reported per rate and kind of bad request: the
+the p99 SLO's limit (``--limit-ms``, 200), and the answers beyond the step's own p99 (the
+count the p99's interval takes as binomial). Reported per rate and kind of bad request: the
 count, the seconds that held one, the dispersion (``stats.quantile.pearson_dispersion``:
 about 1 when independent, its sd at these counts ~0.1–0.3) over 1 s and over 5 s bins,
 and the bad requests of each second. A dispersion φ means an interval that takes the
@@ -40,17 +41,19 @@ from tests.engines import ModernServer  # noqa: E402
 
 
 class _PerSecond(Observer):
-    def __init__(self, limit_ms: float) -> None:
-        self.limit_ms = limit_ms
-        self.rows: list[tuple[int, int, int]] = []  # (requests, errors, slower than the limit)
+    def __init__(self) -> None:
+        self.seconds: list[Stats] = []
 
     def interval(self, level: int, row: dict[str, Any], hosts_stats: dict[int, Stats], seconds: float,
                  cumulative: dict[int, Stats], elapsed: float) -> None:
         st = Stats()
         for s in hosts_stats.values():
             st.merge(s)
-        slow = sum(n for v, n in st.hist.values() if v > self.limit_ms)
-        self.rows.append((st.queries + st.errors, st.errors, slow))
+        self.seconds.append(st)
+
+
+def _beyond(st: Stats, ms: float | None) -> int:
+    return 0 if ms is None else sum(n for v, n in st.hist.values() if v > ms)
 
 
 def _round(v: float | None) -> float | None:
@@ -78,14 +81,19 @@ def main() -> None:
         cfg = build_config(ns)
         hosts = probe_hosts(cfg)
         for rate in [float(r) for r in args.rates.split(",")]:
-            obs = _PerSecond(args.limit_ms)
+            obs = _PerSecond()
             res = run_level(replace(cfg, rate=rate, timelimit=args.seconds), hosts, cfg.concurrency, [obs])
-            rows = obs.rows[1:-1]  # whole seconds only
-            n = [r[0] for r in rows]
-            entry: dict[str, Any] = {"rate": rate, "seconds": len(rows), "requests": sum(n),
+            seconds = obs.seconds[1:-1]  # whole seconds only
+            total = Stats()
+            for st in seconds:
+                total.merge(st)
+            p99 = total.hist.percentile(99)
+            entry: dict[str, Any] = {"rate": rate, "seconds": len(seconds), "p99_ms": p99,
                                      "qps": round(res.total().queries / res.seconds, 2)}
-            for kind, col in (("errors", 1), ("slow", 2)):
-                bad = [r[col] for r in rows]
+            for kind in ("errors", "slow", "beyond_p99"):
+                n = [st.queries + st.errors if kind == "errors" else st.hist.count for st in seconds]
+                bad = [st.errors if kind == "errors" else _beyond(st, args.limit_ms if kind == "slow" else p99)
+                       for st in seconds]
                 by5 = [(sum(n[i:i + 5]), sum(bad[i:i + 5])) for i in range(0, len(n) - 4, 5)]
                 entry[kind] = {"count": sum(bad), "seconds_with": sum(1 for x in bad if x),
                                "dispersion": _round(pearson_dispersion(list(zip(n, bad, strict=True)))),
@@ -94,7 +102,7 @@ def main() -> None:
             brief = {k: {kk: vv for kk, vv in v.items() if kk != "per_second"} if isinstance(v, dict) else v
                      for k, v in entry.items()}
             print(json.dumps(brief), flush=True)
-            for kind in ("errors", "slow"):
+            for kind in ("errors", "slow", "beyond_p99"):
                 print(f"  {kind} per second:", "".join("." if not x else str(min(x, 9))
                                                       for x in entry[kind]["per_second"]), flush=True)
     OUT.mkdir(exist_ok=True)
