@@ -99,7 +99,7 @@ def samples_to_decide(slo: SLO, confidence: float = 0.95) -> int:
 def judge(slo: SLO, total: Stats, never_sent: int, confidence: float = CONFIDENCE,
           phi: float = 1.0) -> dict[str, Any]:
     """One SLO on one step: its estimate, interval and verdict; ``phi``: the dispersion
-    of its bad requests (1: independent)."""
+    of the requests its interval counts (``_Looks.dispersions``; 1: independent)."""
     if slo.percentile is not None:
         est, low, high = percentile_interval(total.hist, slo.percentile, never_sent, confidence, phi)
     else:
@@ -505,7 +505,7 @@ def progress_line(p: dict[str, Any]) -> str:
 
 
 def _bursts(j: dict[str, Any]) -> str:
-    """How much wider the interval is for bad requests that came in bursts (said from 1.1x)."""
+    """How much wider the interval is for requests that came in bursts (said from 1.1x)."""
     widened = math.sqrt(j.get("dispersion") or 1.0)
     return f" (in bursts: {widened:.1f}x wider)" if widened >= 1.1 else ""
 

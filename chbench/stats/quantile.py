@@ -7,10 +7,10 @@ the interval runs from the value of rank ``binom.ppf(α/2, n, p)`` to the value 
 ``binom.ppf(1 − α/2, n, p) + 1`` (the standard distribution-free interval for a
 quantile). Requests an open-loop run planned but never sent count as infinitely slow:
 they are part of the sample, at its top. An error rate's interval is Clopper–Pearson
-(exact binomial). Both assume independent requests; where the bad ones (errors, answers
-beyond a limit) come in bursts, ``dispersion`` says by how much, and both intervals are
-taken over n / dispersion requests (a quasi-binomial design effect). All documented in
-docs/statistics.md."""
+(exact binomial). Both assume independent requests; where the ones they count (errors,
+answers beyond the percentile) come in bursts, ``dispersion`` says by how much, and both
+intervals are taken over n / dispersion requests (a quasi-binomial design effect). All
+documented in docs/statistics.md."""
 
 from __future__ import annotations
 
