@@ -125,8 +125,8 @@ def _add_capacity_and_machines(p: argparse.ArgumentParser) -> None:
     s.add_argument("--slo", action="append", default=[], metavar="SLO",
                    help="'p99<=200ms', 'p50<=20ms', 'errors<=0.1%%' (repeatable): find the highest open-loop rate "
                         "at which every SLO holds")
-    s.add_argument("--rate-min", type=positive_float, default=10.0, metavar="QPS", help="lowest rate tried; the first step offers 0.9x what a closed-loop probe answered "
-                        "(default 10)")
+    s.add_argument("--rate-min", type=positive_float, default=10.0, metavar="QPS",
+                   help="lowest rate tried; the first step offers 0.9x what a closed-loop probe answered (default 10)")
     s.add_argument("--rate-max", type=positive_float, default=10000.0, metavar="QPS",
                    help="highest rate tried (default 10000)")
     s.add_argument("--step-duration", type=positive_float, default=10.0, metavar="S",
