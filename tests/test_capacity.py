@@ -223,3 +223,28 @@ def test_a_step_with_slow_answers_in_bursts_is_not_shown_to_hold():
         assert "in bursts" in step_line(bursty_step.entry(Search.slos))
     looks, total = step(20.0, tuple(range(18)), 20, 90, slow_per_second=1)  # as many, spread evenly
     assert looks.dispersions(total)[0] == 1.0
+
+
+def test_progress_after_a_look_shows_the_step_as_it_stands():
+    """Between looks the progress line judges the requests so far, not the last look's
+    (seen: the same "[5.62, inf]" repeated 6 s later on a real search)."""
+    from chbench.load.capacity import _Looks, progress_line
+    from chbench.load.recorder import Stats
+
+    class Search:
+        slos = [parse_slo("errors<=0.1%")]
+        steps: list = []
+        lines: list[str] = []
+
+        def on_progress(self, p):
+            self.lines.append(progress_line(p))
+
+    search = Search()
+    looks = _Looks(search, 100.0, 10.0)  # type: ignore[arg-type]
+    st = Stats()
+    for t, n in ((10.0, 1_000), (15.0, 1_500)):  # a full look at 10 s (undecided), progress at 15 s
+        st.errors, st.queries = 1, n - 1
+        assert not looks.decided({(0, 0): st}, {"due": n, "started": n}, t)
+    at_look, between = search.lines
+    assert "1,000 requests" in at_look and "errors<=0.1% 0.001 [" in at_look
+    assert "1,500 requests" in between and "errors<=0.1% 0.000667 [" in between  # 1 of 1,500

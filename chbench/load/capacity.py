@@ -448,7 +448,8 @@ class _Looks(Observer):
             self.last_progress = elapsed
             self.search.on_progress({"step": len(self.search.steps) + 1, "rate": self.rate,
                                      "seconds": round(elapsed, 1), "requests": n, "errors": total.errors,
-                                     "slos": self.judged or step.judged(self.search.slos),
+                                     # this tick's look, else the step as it stands (not the last look's)
+                                     "slos": self.judged if decided or full else step.judged(self.search.slos),
                                      "verdict": self.verdict if decided else "running"})
         return decided
 
@@ -501,7 +502,7 @@ def progress_line(p: dict[str, Any]) -> str:
     slos = "; ".join(f"{j['slo']} {_num(j['value'])} [{_num(j['ci'][0])}, {_num(j['ci'][1])}]{_bursts(j)}"
                      for j in p["slos"])
     return (f"  step {p['step']} at {p['rate']:.1f} QPS, {p['seconds']:.0f} s: {p['requests']:,} requests, "
-            f"{p['errors']:,} errors — {slos} ({p['verdict']})")
+            f"{p['errors']:,} error{'' if p['errors'] == 1 else 's'} — {slos} ({p['verdict']})")
 
 
 def _bursts(j: dict[str, Any]) -> str:
