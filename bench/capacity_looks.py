@@ -78,7 +78,7 @@ def one_step(p: float, rng: np.random.Generator, slos: list[Any], hold_s: float,
             if use_dispersion:
                 looks.interval(0, {}, {0: second}, 1.0, {0: st}, t)
             second = Stats()
-    final = looks.final(CapacityStep(RATE, st, t, n, n, 0))
+    final = looks.final(CapacityStep(RATE, st, t, n, n, 0, intervals=looks.intervals))
     return ("undecided" if any(j["verdict"] != "holds" for j in final) and
             not any(j["verdict"] == "breaks" for j in final) else
             "breaks" if any(j["verdict"] == "breaks" for j in final) else "holds"), t

@@ -13,7 +13,7 @@ judged while it runs (``_Looks``): it stops as soon as it breaks for certain, or
 Requests that were due but never sent count as infinitely slow, so a client that cannot
 keep up never makes a rate look good. Errors, or answers beyond a percentile, that come
 in bursts make a step's requests worth fewer independent ones: each SLO's interval is
-widened by their dispersion second by second (``_Looks.dispersions``,
+widened by their dispersion second by second (``CapacityStep.dispersion``,
 ``stats.quantile.dispersion``).
 
 The answer: ``capacity = {"rate", "ci": [rate, first rate not shown to hold], "broken_at",
@@ -99,7 +99,7 @@ def samples_to_decide(slo: SLO, confidence: float = 0.95) -> int:
 def judge(slo: SLO, total: Stats, never_sent: int, confidence: float = CONFIDENCE,
           phi: float = 1.0) -> dict[str, Any]:
     """One SLO on one step: its estimate, interval and verdict; ``phi``: the dispersion
-    of the requests its interval counts (``_Looks.dispersions``; 1: independent)."""
+    of the requests its interval counts (``CapacityStep.dispersion``; 1: independent)."""
     if slo.percentile is not None:
         est, low, high = percentile_interval(total.hist, slo.percentile, never_sent, confidence, phi)
     else:
@@ -110,16 +110,6 @@ def judge(slo: SLO, total: Stats, never_sent: int, confidence: float = CONFIDENC
     verdict = "holds" if high <= slo.limit else "breaks" if low > slo.limit else "undecided"
     return {"slo": slo.text, "value": _finite(est), "ci": [_finite(low), _finite(high)], "verdict": verdict,
             "dispersion": round(phi, 2)}
-
-
-def bad_requests(slo: SLO, st: Stats, beyond_ms: float | None) -> tuple[int, int]:
-    """(requests, the ones that count) of one interval for ``slo``: its errors among all
-    requests, or its answers slower than ``beyond_ms`` among the answers."""
-    if slo.percentile is None:
-        return st.queries + st.errors, st.errors
-    if beyond_ms is None:
-        return st.hist.count, 0
-    return st.hist.count, sum(n for v, n in st.hist.values() if v > beyond_ms)
 
 
 def _finite(v: float | None) -> float | None:
@@ -135,21 +125,37 @@ class CapacityStep:
     started: int
     late: int
     runs: int = 1
-    dispersions: list[float] | None = None  # per SLO (None: independent requests)
+    intervals: list[Stats] | None = None  # each -d interval's (1 s); None: taken as independent requests
 
     @property
     def never_sent(self) -> int:
         return max(0, self.due - self.started)
 
+    def dispersion(self, percentile: float | None) -> float:
+        """How much the requests an interval counts clustered interval by interval: the
+        errors (``percentile`` None); for a percentile, the answers beyond the step's own
+        estimate of it, whose count the order statistics take as binomial (about (1 − p) n
+        of them, so known even when no answer came near a limit). (Measured 2026-12-03,
+        ``bench/capacity_dispersion.py``: answers beyond 30 ms of a CPU-bound query near
+        its capacity came in bursts, 38 of 8,740 in 10 of 58 seconds, dispersion 5.5, and
+        55 of 10,468 in 3 seconds, 44: a binomial interval 2.3 and 6.6 times too narrow.
+        Refusals of a fifth concurrent query: 0.7–2.0.)"""
+        if not self.intervals:
+            return 1.0
+        if percentile is None:
+            return dispersion([(st.queries + st.errors, st.errors) for st in self.intervals])
+        at = self.total.hist.percentile(percentile)
+        return dispersion([(st.hist.count, 0 if at is None else sum(n for v, n in st.hist.values() if v > at))
+                           for st in self.intervals])
+
     def judged(self, slos: list[SLO], confidence: float = CONFIDENCE) -> list[dict[str, Any]]:
-        phis = self.dispersions or [1.0] * len(slos)
-        return [judge(s, self.total, self.never_sent, confidence, phi) for s, phi in zip(slos, phis, strict=True)]
+        return [judge(s, self.total, self.never_sent, confidence, self.dispersion(s.percentile)) for s in slos]
 
     def entry(self, slos: list[SLO], judged: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         judged = judged if judged is not None else self.judged(slos)
         verdict = _verdict(judged)
-        p50 = percentile_interval(self.total.hist, 50, self.never_sent)
-        p99 = percentile_interval(self.total.hist, 99, self.never_sent)
+        p50 = percentile_interval(self.total.hist, 50, self.never_sent, dispersion=self.dispersion(50))
+        p99 = percentile_interval(self.total.hist, 99, self.never_sent, dispersion=self.dispersion(99))
         return {"offered_qps": self.rate, "achieved_qps": self.total.queries / self.seconds if self.seconds else 0.0,
                 "seconds": round(self.seconds, 3), "runs": self.runs, "queries": self.total.queries,
                 "errors": self.total.errors, "late": self.late, "dropped": self.never_sent,
@@ -295,7 +301,7 @@ class CapacitySearch:
         self.results.append(res)
         self.rates.append(rate)
         step = CapacityStep(rate, res.total(), res.seconds, res.due or 0, res.started, res.late,
-                            runs=max(1, looks.looks), dispersions=looks.dispersions(res.total()))
+                            runs=max(1, looks.looks), intervals=looks.intervals)
         if res.fatal or res.interrupted:
             self.stopped = res
         judged = looks.final(step)
@@ -397,21 +403,6 @@ class _Looks(Observer):
             st.merge(s)
         self.intervals.append(st)
 
-    def dispersions(self, total: Stats) -> list[float]:
-        """Per SLO, how much the requests its interval counts clustered interval by interval
-        so far: its errors; for a percentile, the answers beyond the step's own estimate of
-        it, whose count the order-statistic interval takes as binomial (about (1 − p) n of
-        them, so known even when no answer came near the limit). (Measured 2026-12-03,
-        ``bench/capacity_dispersion.py``: answers beyond 30 ms of a CPU-bound query near
-        its capacity came in bursts, 38 of 8,740 in 10 of 58 seconds, dispersion 5.5, and
-        55 of 10,468 in 3 seconds, 44: a binomial interval 2.3 and 6.6 times too narrow.
-        Refusals of a fifth concurrent query: 0.7–1.6.)"""
-        out = []
-        for slo in self.search.slos:
-            beyond = total.hist.percentile(slo.percentile) if slo.percentile is not None else None
-            out.append(dispersion([bad_requests(slo, st, beyond) for st in self.intervals]))
-        return out
-
     def decided(self, totals: dict[Key, Stats], live: dict[str, Any], elapsed: float) -> bool:
         n = sum(st.queries + st.errors for st in totals.values())
         full = elapsed >= self.next_hold
@@ -422,7 +413,7 @@ class _Looks(Observer):
         for st in totals.values():
             total.merge(st)
         step = CapacityStep(self.rate, total, elapsed, live.get("due") or 0, live.get("started", 0),
-                            live.get("late", 0), dispersions=self.dispersions(total))
+                            live.get("late", 0), intervals=self.intervals)
         decided = False
         if full:  # a full look: 95% both ways
             self.looks += 1
