@@ -300,8 +300,12 @@ class CapacitySearch:
         res = run_level(cfg, self.hosts, cfg.concurrency, [*self.observers, looks], sources=self.sources)
         self.results.append(res)
         self.rates.append(rate)
-        step = CapacityStep(rate, res.total(), res.seconds, res.due or 0, res.started, res.late,
-                            runs=max(1, looks.looks), intervals=looks.intervals)
+        # a decided step's numbers are those it was decided on (its interval then, not one
+        # widened or narrowed by the answers that came in while its lanes stopped); its
+        # level keeps every request
+        step = replace(looks.decided_step, runs=max(1, looks.looks)) if looks.decided_step else CapacityStep(
+            rate, res.total(), res.seconds, res.due or 0, res.started, res.late, runs=max(1, looks.looks),
+            intervals=looks.intervals)
         if res.fatal or res.interrupted:
             self.stopped = res
         judged = looks.final(step)
@@ -393,6 +397,7 @@ class _Looks(Observer):
         self.last_progress = -math.inf
         self.verdict = "undecided"
         self.decided_at: float | None = None
+        self.decided_step: CapacityStep | None = None
         self.judged: list[dict[str, Any]] | None = None
         self.intervals: list[Stats] = []  # each -d interval's (1 s): how the bad requests spread over the step
 
@@ -435,6 +440,7 @@ class _Looks(Observer):
                 self.judged = interim
         if decided:
             self.verdict, self.decided_at = _verdict(self.judged or []), elapsed
+            self.decided_step = replace(step, intervals=list(self.intervals))
         if decided or elapsed - self.last_progress >= PROGRESS_S:
             self.last_progress = elapsed
             self.search.on_progress({"step": len(self.search.steps) + 1, "rate": self.rate,
