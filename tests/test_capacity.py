@@ -81,6 +81,10 @@ def test_capacity_of_a_known_server(modern: ModernServer, tmp_path: Path) -> Non
     assert any(s["verdict"] == "breaks" for s in cap["steps"]) and all(
         s["verdict"] == "holds" for s in cap["steps"] if s["offered_qps"] <= cap["rate"])
     assert [x["slo"] for x in cap["slo"]] == ["p99<=100ms", "errors<=1%"]
+    for st in cap["steps"]:  # each SLO says how bursty it was; a step shows what it was judged on
+        assert all(j["dispersion"] >= 1.0 for j in st["slos"])
+        if st["verdict"] == "holds" and st["runs"] <= 3:  # held at a 95% look (early breaks: 99.9%, late: 98%)
+            assert st["p99_ci"] == st["slos"][0]["ci"]
     assert r.stdout.strip().splitlines()[-1] == r.stderr.strip().splitlines()[-1] == f"capacity: {cap['rate']:.1f} QPS"
     doc = load(out)
     assert len(doc["levels"]) >= len(cap["steps"])  # every run of every step kept, histograms and all
