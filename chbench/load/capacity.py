@@ -106,7 +106,8 @@ def judge(slo: SLO, total: Stats, never_sent: int, confidence: float = CONFIDENC
         n = total.queries + total.errors
         est, low, high = rate_interval(total.errors, n, confidence, phi)
         if slo.limit <= 0:  # errors<=0: no interval can show a rate of exactly 0; none may occur
-            return {"slo": slo.text, "value": est, "ci": [low, high], "verdict": "breaks" if total.errors else "holds"}
+            return {"slo": slo.text, "value": est, "ci": [low, high], "verdict": "breaks" if total.errors else "holds",
+                    "dispersion": round(phi, 2)}
     verdict = "holds" if high <= slo.limit else "breaks" if low > slo.limit else "undecided"
     return {"slo": slo.text, "value": _finite(est), "ci": [_finite(low), _finite(high)], "verdict": verdict,
             "dispersion": round(phi, 2)}
