@@ -12,9 +12,9 @@ so it works in one process, with ``--workers`` and through ``--master`` alike) t
 judged while it runs (``_Looks``): it stops as soon as it breaks for certain, or holds.
 Requests that were due but never sent count as infinitely slow, so a client that cannot
 keep up never makes a rate look good. Errors, or answers beyond a percentile, that come
-in bursts make a step's requests worth fewer independent ones: each SLO's interval is
-widened by their dispersion second by second (``CapacityStep.dispersion``,
-``stats.quantile.dispersion``).
+in bursts make a step's requests worth fewer independent ones: the upper bound of each
+SLO's interval (what a hold rests on) is widened by their dispersion second by second
+(``CapacityStep.dispersion``, ``stats.quantile.dispersion``, ``_percentile``).
 
 The answer: ``capacity = {"rate", "ci": [rate, first rate not shown to hold], "broken_at",
 "slo", "steps", "budget", "probe", "ended_by"}`` — the true capacity lies in ``ci``."""
@@ -32,6 +32,7 @@ from chbench.load.config import LoadConfig
 from chbench.load.levels import Host, LevelResult, SourceFactory, local_source, run_level
 from chbench.load.recorder import Key, Stats
 from chbench.observer import Observer
+from chbench.stats.histogram import Histogram
 from chbench.stats.quantile import CONFIDENCE, dispersion, percentile_interval, rate_interval
 
 MAX_EXTENSIONS = 2  # an undecided step goes on at most this many times its planned length,
@@ -101,16 +102,29 @@ def judge(slo: SLO, total: Stats, never_sent: int, confidence: float = CONFIDENC
     """One SLO on one step: its estimate, interval and verdict; ``phi``: the dispersion
     of the requests its interval counts (``CapacityStep.dispersion``; 1: independent)."""
     if slo.percentile is not None:
-        est, low, high = percentile_interval(total.hist, slo.percentile, never_sent, confidence, phi)
+        est, low, high = _percentile(total.hist, slo.percentile, never_sent, confidence, phi)
     else:
         n = total.queries + total.errors
-        est, low, high = rate_interval(total.errors, n, confidence, phi)
+        est, low, _ = rate_interval(total.errors, n, confidence)
+        high = rate_interval(total.errors, n, confidence, phi)[2]  # see _percentile
         if slo.limit <= 0:  # errors<=0: no interval can show a rate of exactly 0; none may occur
             return {"slo": slo.text, "value": est, "ci": [low, high], "verdict": "breaks" if total.errors else "holds",
                     "dispersion": round(phi, 2)}
     verdict = "holds" if high <= slo.limit else "breaks" if low > slo.limit else "undecided"
     return {"slo": slo.text, "value": _finite(est), "ci": [_finite(low), _finite(high)], "verdict": verdict,
             "dispersion": round(phi, 2)}
+
+
+def _percentile(hist: Histogram, p: float, never_sent: int, confidence: float,
+                phi: float) -> tuple[float | None, float, float]:
+    """A percentile's interval whose upper bound (what a hold rests on) is widened for
+    bursts and whose lower bound (what a break rests on) is not: past its capacity a
+    step's backlog grows, its slow answers all come at its end and read as a burst, and
+    with both bounds widened a step far past it was not called broken (seen in CI: the
+    step above the capacity of a 2-lane server ended undecided). A break is judged at
+    99.9% early on and only makes the answer lower."""
+    est, low, _ = percentile_interval(hist, p, never_sent, confidence)
+    return est, low, percentile_interval(hist, p, never_sent, confidence, phi)[2]
 
 
 def _finite(v: float | None) -> float | None:
@@ -155,8 +169,8 @@ class CapacityStep:
     def entry(self, slos: list[SLO], judged: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         judged = judged if judged is not None else self.judged(slos)
         verdict = _verdict(judged)
-        p50 = percentile_interval(self.total.hist, 50, self.never_sent, dispersion=self.dispersion(50))
-        p99 = percentile_interval(self.total.hist, 99, self.never_sent, dispersion=self.dispersion(99))
+        p50 = _percentile(self.total.hist, 50, self.never_sent, CONFIDENCE, self.dispersion(50))
+        p99 = _percentile(self.total.hist, 99, self.never_sent, CONFIDENCE, self.dispersion(99))
         return {"offered_qps": self.rate, "achieved_qps": self.total.queries / self.seconds if self.seconds else 0.0,
                 "seconds": round(self.seconds, 3), "runs": self.runs, "queries": self.total.queries,
                 "errors": self.total.errors, "late": self.late, "dropped": self.never_sent,
