@@ -120,8 +120,8 @@ def _percentile(hist: Histogram, p: float, never_sent: int, confidence: float,
     """A percentile's interval whose upper bound (what a hold rests on) is widened for
     bursts and whose lower bound (what a break rests on) is not: past its capacity a
     step's backlog grows, its slow answers all come at its end and read as a burst, and
-    with both bounds widened a step far past it was not called broken (seen in CI: the
-    step above the capacity of a 2-lane server ended undecided). A break is judged at
+    with both bounds widened a step past it was not called broken (seen in CI: the step
+    just above the capacity of a 2-lane server ended undecided). A break is judged at
     99.9% early on and only makes the answer lower."""
     est, low, _ = percentile_interval(hist, p, never_sent, confidence)
     return est, low, percentile_interval(hist, p, never_sent, confidence, phi)[2]
