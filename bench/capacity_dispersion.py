@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 OUT = REPO / "bench" / "out"
 
-from chbench.load.recorder import Stats  # noqa: E402
+from chbench.load.recorder import Stats, merged  # noqa: E402
 from chbench.observer import Observer  # noqa: E402
 from chbench.stats.quantile import pearson_dispersion  # noqa: E402
 from tests.engines import ModernServer  # noqa: E402
@@ -46,10 +46,7 @@ class _PerSecond(Observer):
 
     def interval(self, level: int, row: dict[str, Any], hosts_stats: dict[int, Stats], seconds: float,
                  cumulative: dict[int, Stats], elapsed: float) -> None:
-        st = Stats()
-        for s in hosts_stats.values():
-            st.merge(s)
-        self.seconds.append(st)
+        self.seconds.append(merged(hosts_stats.values()))
 
 
 def _beyond(st: Stats, ms: float | None) -> int:
@@ -84,9 +81,7 @@ def main() -> None:
             obs = _PerSecond()
             res = run_level(replace(cfg, rate=rate, timelimit=args.seconds), hosts, cfg.concurrency, [obs])
             seconds = obs.seconds[1:-1]  # whole seconds only
-            total = Stats()
-            for st in seconds:
-                total.merge(st)
+            total = merged(seconds)
             p99 = total.hist.percentile(99)
             entry: dict[str, Any] = {"rate": rate, "seconds": len(seconds), "p99_ms": p99,
                                      "qps": round(res.total().queries / res.seconds, 2)}

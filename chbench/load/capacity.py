@@ -30,7 +30,7 @@ from typing import Any
 from chbench.errors import UsageError
 from chbench.load.config import LoadConfig
 from chbench.load.levels import Host, LevelResult, SourceFactory, local_source, run_level
-from chbench.load.recorder import Key, Stats
+from chbench.load.recorder import Key, Stats, merged
 from chbench.observer import Observer
 from chbench.stats.histogram import Histogram
 from chbench.stats.quantile import CONFIDENCE, dispersion, percentile_interval, rate_interval
@@ -418,10 +418,7 @@ class _Looks(Observer):
 
     def interval(self, level: int, row: dict[str, Any], hosts_stats: dict[int, Stats], seconds: float,
                  cumulative: dict[int, Stats], elapsed: float) -> None:
-        st = Stats()
-        for s in hosts_stats.values():
-            st.merge(s)
-        self.intervals.append(st)
+        self.intervals.append(merged(hosts_stats.values()))
 
     def decided(self, totals: dict[Key, Stats], live: dict[str, Any], elapsed: float) -> bool:
         n = sum(st.queries + st.errors for st in totals.values())
@@ -429,9 +426,7 @@ class _Looks(Observer):
         early = n >= self.next_n and elapsed >= EARLY_MIN_S
         if not (full or early or elapsed - self.last_progress >= PROGRESS_S):
             return False  # nothing to judge or say this tick: the histograms are not merged
-        total = Stats()
-        for st in totals.values():
-            total.merge(st)
+        total = merged(totals.values())
         step = CapacityStep(self.rate, total, elapsed, live.get("due") or 0, live.get("started", 0),
                             live.get("late", 0), intervals=self.intervals)
         decided = False

@@ -20,7 +20,7 @@ from chbench.core.lanes import STOP_GRACE_S
 from chbench.errors import ConnectError, UsageError
 from chbench.load.config import LoadConfig
 from chbench.load.lanes import TICK_S, LoadLanes, process_main
-from chbench.load.recorder import Key, Stats, merge_all, merge_into
+from chbench.load.recorder import Key, Stats, merge_all, merge_into, merged
 from chbench.observer import Observer, Observers
 from chbench.targets import ServerInfo, make_target
 
@@ -56,10 +56,7 @@ class LevelResult:
         return merge_all(self.totals, "host")
 
     def total(self) -> Stats:
-        s = Stats()
-        for st in self.totals.values():
-            s.merge(st)
-        return s
+        return merged(self.totals.values())
 
 
 def probe_hosts(cfg: LoadConfig) -> list[Host]:
@@ -362,9 +359,7 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, observers: list[Ob
                 if now - last >= period or done:
                     seconds = now - last
                     interval_by_host = merge_all(interval, "host")  # merged once: the row sums the hosts
-                    ist = Stats()
-                    for host_stats in interval_by_host.values():
-                        ist.merge(host_stats)
+                    ist = merged(interval_by_host.values())
                     if ist.queries or ist.errors or not done:
                         timeline.append(timeline_row(now - t0, seconds, ist))
                         obs.interval(level, timeline[-1], interval_by_host, seconds, merge_all(totals, "host"),

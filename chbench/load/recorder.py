@@ -9,6 +9,7 @@ way, exactly."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 from chbench.stats.histogram import Histogram
@@ -97,6 +98,14 @@ class Stats:
         if d.get("latencies_ms") is not None:
             s.samples = [float(x) for x in d["latencies_ms"]]
         return s
+
+
+def merged(parts: Iterable[Stats]) -> Stats:
+    """One Stats of several (hosts, queries, seconds)."""
+    out = Stats()
+    for st in parts:
+        out.merge(st)
+    return out
 
 
 def merge_all(parts: dict[Key, Stats], by: str) -> dict[int, Stats]:
