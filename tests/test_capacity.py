@@ -77,9 +77,13 @@ def test_capacity_of_a_known_server(modern: ModernServer, tmp_path: Path) -> Non
     known = 2 * probe[0]["qps"]  # the service time, measured where nothing queues (one closed-loop lane)
     assert cap["ended_by"] == "bracket" and cap["complete"] is True
     assert 0.85 * known <= cap["rate"] <= 1.05 * known, (cap["rate"], known)
-    assert cap["ci"][0] == cap["rate"] and cap["ci"][1] > cap["rate"] and cap["broken_at"] >= cap["ci"][1]
-    assert any(s["verdict"] == "breaks" for s in cap["steps"]) and all(
-        s["verdict"] == "holds" for s in cap["steps"] if s["offered_qps"] <= cap["rate"])
+    assert cap["ci"][0] == cap["rate"] and cap["ci"][1] > cap["rate"]
+    # the bracket's top is the first rate not shown to hold: a step that broke, or one just
+    # past the capacity still undecided when it ended (its backlog grows slowly: CI saw a
+    # search whose steps above the capacity all ended so, broken_at None)
+    assert any(s["verdict"] != "holds" and s["offered_qps"] == cap["ci"][1] for s in cap["steps"])
+    assert cap["broken_at"] is None or cap["broken_at"] >= cap["ci"][1]
+    assert all(s["verdict"] == "holds" for s in cap["steps"] if s["offered_qps"] <= cap["rate"])
     assert [x["slo"] for x in cap["slo"]] == ["p99<=100ms", "errors<=1%"]
     for st in cap["steps"]:  # each SLO says how bursty it was; a step shows what it was judged on
         assert all(j["dispersion"] >= 1.0 for j in st["slos"])
