@@ -549,6 +549,12 @@ def _verdicts(rows: list[QueryComparison], tested: list[int], opts: Options, wid
             row.verdict = UNSTABLE  # (seen: +31.0% [+26.9%, +34.6%] over 6 rounds, p adj. 0.31, said "no change")
             row.reasons.append(f"{ratio - 1:+.1%}, but not significant once corrected for the other queries "
                                f"(p adj. {p_adj:.2g}): more rounds decide it")
+        elif not _equivalent(row, eff_thr):
+            row.verdict = UNSTABLE
+            eq = row.equivalence_ci or row.ci
+            row.reasons.append(f"{EQUIVALENCE_LEVEL:.0%} interval reaches {_edge(*eq) - 1:+.1%}, "
+                               f"beyond ±{eff_thr:.0%}: a threshold-sized change is not ruled out; "
+                               "more rounds decide it")
         else:
             row.verdict = NO_CHANGE
         row.reasoning = _why(row, significant, own, eff_thr)
@@ -594,6 +600,29 @@ def _a_first(a: SideData, b: SideData) -> dict[tuple[int, int], bool] | None:
     return {k: float(sa[k]) <= float(sb[k]) for k in sa if k in sb}  # type: ignore[arg-type]
 
 
+EQUIVALENCE_LEVEL = 0.90  # two one-sided tests at 5% each (Schuirmann's TOST)
+_Z90_OVER_Z95 = 1.6449 / 1.9600
+
+
+def _equivalent(row: QueryComparison, thr: float) -> bool:
+    """``no change`` is an equivalence, not an absence of evidence: two one-sided tests
+    at 5% each, i.e. the 90% interval within ±threshold (docs/statistics.md). The 90%
+    interval is the 95% one's two sides, each scaled about the estimate by z(0.95)/z(0.975)
+    (a normal approximation for the bootstrap, Hodges–Lehmann and t intervals alike); kept
+    in ``equivalence_ci``. The old rule (half-width and estimate within ±threshold) let
+    "+4.4% [+0.9%, +9.1%]" be called "no change" (2026-12-03)."""
+    assert row.ratio is not None and row.ci is not None
+    c, lo, hi = math.log(row.ratio), math.log(row.ci[0]), math.log(row.ci[1])
+    elo, ehi = c - (c - lo) * _Z90_OVER_Z95, c + (hi - c) * _Z90_OVER_Z95
+    row.equivalence_ci = (math.exp(elo), math.exp(ehi))
+    return -math.log1p(thr) < elo and ehi < math.log1p(thr)
+
+
+def _edge(lo: float, hi: float) -> float:
+    """The end of an interval (of ratios) farthest from 1."""
+    return hi if math.log(hi) >= -math.log(lo) else lo
+
+
 def _why(row: QueryComparison, significant: bool, opts: Options, eff_thr: float) -> str:
     """The evidence for this verdict, in one phrase (the change and its interval are
     in the row already)."""
@@ -605,8 +634,8 @@ def _why(row: QueryComparison, significant: bool, opts: Options, eff_thr: float)
     if row.verdict == UNSTABLE:
         return "cannot tell a ±{:.0%} change: {}".format(thr, "; ".join(row.reasons))
     if significant:
-        return f"{how}{p}: a real change, within ±{eff_thr:.0%}"
-    return f"{how}not significant ({p} ≥ {opts.alpha}), interval narrow enough to see ±{thr:.0%}"
+        return f"{how}{p}: a real change, its 90% interval within ±{eff_thr:.0%} (equivalence at 5%)"
+    return f"{how}not significant ({p} ≥ {opts.alpha}), its 90% interval within ±{eff_thr:.0%} (equivalence at 5%)"
 
 
 def short_reason(row: QueryComparison, thr: float, eff_thr: float) -> str:
@@ -630,10 +659,14 @@ def short_reason(row: QueryComparison, thr: float, eff_thr: float) -> str:
             return "moved unlike the rest on a busier machine"
         if "once corrected" in text:
             return f"beyond ±{thr:.0%} but not shown ({how})"  # the p adj. column says by how much
+        if "interval reaches" in text and row.equivalence_ci:
+            return f"may be {_edge(*row.equivalence_ci) - 1:+.1%}: beyond ±{eff_thr:.0%} ({how})"
         return f"noise ±{math.expm1(half):.0%} > ±{thr:.0%} ({how})"
     if row.p_adjusted is not None and row.p_adjusted < 0.05 and row.ci and (row.ci[0] > 1 or row.ci[1] < 1):
         return f"real but within ±{eff_thr:.0%} ({how})"
-    return f"within ±{math.expm1(half):.1%} ({how})"
+    eq = row.equivalence_ci or row.ci
+    far = abs(_edge(*eq) - 1) if eq and eq[0] > 0 else math.inf
+    return f"within ±{far:.1%} ({how})"  # the 90% interval: no change this large, at the 5% level
 
 
 def _summary_verdict(row: QueryComparison, a: SideData, b: SideData, thr: float) -> None:

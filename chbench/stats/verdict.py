@@ -111,6 +111,8 @@ class QueryComparison:
     ratio: float | None = None
     ci: tuple[float, float] | None = None
     p_value: float | None = None
+    # the 90% interval "no change" was judged on (an equivalence test, stats/compare.py)
+    equivalence_ci: tuple[float, float] | None = None
     p_adjusted: float | None = None
     a: SideSummary | None = None
     b: SideSummary | None = None
@@ -157,6 +159,8 @@ class QueryComparison:
         if self.between_run is not None:
             out.update(between_run_sd=self.between_run.sd, between_run_from=self.between_run.source,
                        between_run_half=self.between_run.half)
+        if self.equivalence_ci is not None:
+            out["equivalence_ci"] = _pair(self.equivalence_ci)
         if self.threshold is not None:
             out["threshold"] = self.threshold
         if self.p_adjusted is not None or self.reasoning is not None:
