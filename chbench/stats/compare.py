@@ -660,7 +660,7 @@ def short_reason(row: QueryComparison, thr: float, eff_thr: float) -> str:
         if "once corrected" in text:
             return f"beyond ±{thr:.0%} but not shown ({how})"  # the p adj. column says by how much
         if "interval reaches" in text and row.equivalence_ci:
-            return f"may be {_edge(*row.equivalence_ci) - 1:+.1%}: beyond ±{eff_thr:.0%} ({how})"
+            return f"{_edge(*row.equivalence_ci) - 1:+.1%} not ruled out ({how})"
         return f"noise ±{math.expm1(half):.0%} > ±{thr:.0%} ({how})"
     if row.p_adjusted is not None and row.p_adjusted < 0.05 and row.ci and (row.ci[0] > 1 or row.ci[1] < 1):
         return f"real but within ±{eff_thr:.0%} ({how})"
