@@ -159,6 +159,7 @@ def apply_shift(rows: list[QueryComparison], against: list[QueryComparison], tes
         if shift.explained_by_machine:
             r.vs_one = Evidence(r.verdict, ci=r.ci, p_adjusted=r.p_adjusted, reasoning=r.reasoning)
             r.verdict, r.reasons, r.p_adjusted = s.verdict, s.reasons, s.p_adjusted
+            r.equivalence_ci = s.equivalence_ci  # what a "no change" against the shift was judged on
             # the table shows the change against 1 next to it: say what the verdict is against
             # (seen: "no change +23.1% [+13.6%, +33.3%], within ±2.4%" on a machine +21.5% busier)
             r.reason = f"{pct(s.ratio or 1.0)} vs the machine's {pct(shift.ratio)}: {s.reason}"
