@@ -404,3 +404,33 @@ def test_too_few_runs_for_holm_is_said_and_enough_is_not():
     assert all(r.verdict == "slower" for r in six)
     # three sessions of ~200 runs a side: C(1200, 600) is beyond a float (it raised)
     assert too_few_to_show(rows(600), 0.05) is None
+
+
+def test_no_change_is_an_equivalence_a_change_not_ruled_out_is_unstable():
+    """Fifteen paired rounds of ten queries. q0 moved +4% with rounds spreading ~5%: its
+    interval passes neither way — not shown beyond ±5%, not shown within — so it is
+    `unstable` ("+x% not ruled out"), where the half-width rule called it `no change`.
+    q1 moved +4% with rounds spreading 0.5%: a real change whose 90% interval lies
+    within ±5%, `no change`. The others: A/A with a 1% spread, `no change` each, their
+    90% interval inside the 95% one. (Seeded: q0 is +3.8% [+0.3%, +7.3%].)"""
+    rng = np.random.default_rng(15)
+    a, b = {}, {}
+    for q in range(10):
+        base = list(100.0 * np.exp(rng.normal(0, 0.05, 15)))
+        keys = [(0, r) for r in range(15)]
+        move, spread = (1.04, 0.05) if q == 0 else (1.04, 0.005) if q == 1 else (1.0, 0.01)
+        a[f"q{q}"] = SideData(times=base, keys=keys)
+        b[f"q{q}"] = SideData(times=list(np.array(base) * move * np.exp(rng.normal(0, spread, 15))), keys=keys)
+    res = compare_queries(list(a), a, b, Options(paired=True))
+    q0, q1 = res.queries[0], res.queries[1]
+    assert q0.ci is not None and q0.equivalence_ci is not None
+    assert (q0.ci[1] - q0.ci[0]) / 2 < 0.05 and q0.ratio is not None and q0.ratio < 1.05  # the old rule's no change
+    assert q0.equivalence_ci[1] > 1.05 and q0.verdict == "unstable"
+    assert q0.reason is not None and q0.reason.endswith("not ruled out (paired)")
+    assert q1.verdict == "no change" and q1.p_adjusted is not None and q1.p_adjusted < 0.05
+    assert q1.reasoning is not None and "a real change, its 90% interval within ±5%" in q1.reasoning
+    for q in res.queries[1:]:
+        assert q.verdict == "no change" and q.ci is not None and q.equivalence_ci is not None
+        assert q.ci[0] < q.equivalence_ci[0] <= q.equivalence_ci[1] < q.ci[1]
+        assert 1 / 1.05 < q.equivalence_ci[0] and q.equivalence_ci[1] < 1.05
+        assert q.to_json()["equivalence_ci"] == list(q.equivalence_ci)
