@@ -66,6 +66,9 @@ class Plan:
     min_runs: int = 5
     max_runs: int = 1000
     target_precision: float = 0.02  # stop when the median's 95% CI is within ±2%
+    # adaptive side by side: a precise query goes on while its verdict at this threshold
+    # is undecided, on time others left unused (stats/stopping.py); None: precision only
+    threshold: float | None = 0.05
     max_time_per_query: float = 20.0
     timeout: float | None = None
     keep_format: bool = False
@@ -126,7 +129,7 @@ class Plan:
     def options(self) -> dict[str, object]:
         """As the results file records them."""
         return {"warmup": self.warmup, "iterations": self.iterations, "adaptive": self.iterations is None,
-                "min_runs": self.min_runs, "target_precision": self.target_precision,
+                "min_runs": self.min_runs, "target_precision": self.target_precision, "threshold": self.threshold,
                 "max_time_per_query": self.max_time_per_query, "timeout": self.timeout,
                 "keep_format": self.keep_format, "allow_writes": self.allow_writes, "interleave": self.interleave,
                 "server_metrics": self.server_metrics, "sessions": self.sessions, "session_gap": self.session_gap,

@@ -360,3 +360,80 @@ def test_too_few_rounds_for_a_side_by_side_verdict_is_said_first():
     shown = Lines()
     run_plan(_plan(*two, iterations=2), None, shown)
     assert shown.lines[0].startswith("chbench: warning: 2 rounds")
+
+
+# -- adaptive stopping that knows the threshold (stats/stopping.py) ----------------------------
+def _scripted_ratio(ratio: float, wobble: float, seed: int) -> FakeTarget:
+    """q: B = ``ratio`` × A × (1 ± ``wobble``) per round (the two runs of a round share
+    the machine); steady: identical sides, settled at once — it leaves its budget unused."""
+    rng = random.Random(seed)
+    per_round: dict[int, float] = {}
+    calls = itertools.count()
+
+    def time(call: Call) -> float:
+        if "steady" in call.sql:
+            return 100.0
+        f = per_round.setdefault(next(calls) // 2, 1 + wobble * (2 * rng.random() - 1))  # A and B: one round
+        return 100.0 * (ratio * f if call.settings.get("max_threads") == "1" else 1.0)
+
+    return FakeTarget(time)
+
+
+def _adaptive(target: FakeTarget, out: str | None = None, **kw: object) -> RunDocument:
+    wl = _workload("steady", "q")
+    outcome = run_plan(_plan((target, wl, {}), (target, wl, {"max_threads": "1"}), iterations=None,
+                             max_time_per_query=3.0, probes=False, **kw), out, Progress())
+    return outcome.doc
+
+
+def _paired_d(doc: RunDocument, name: str) -> list[float]:
+    from chbench.stats.paired import pair_up
+
+    q = next(x for x in doc.queries if x.name == name)
+    return list(pair_up(*([((s.session or 0, s.round), s.client_ms) for s in q.measured(x)] for x in "AB")).d)
+
+
+def test_a_precise_but_undecided_query_goes_on_until_decided(tmp_path):
+    """+3.5% ± 3% a round: precise (±2%) after 7 rounds, but its 90% interval reaches past
+    +5% — neither a 5% change nor ruled out. Without a threshold (the rule before) it stops
+    there; with one it goes on until that interval fits within ±5%."""
+    from chbench.stats.stopping import Look, look
+
+    docs = {thr: _adaptive(_scripted_ratio(1.035, 0.03, 5), str(tmp_path / f"{thr}.json"), threshold=thr)
+            for thr in (None, 0.05)}
+    before, after = _paired_d(docs[None], "q"), _paired_d(docs[0.05], "q")
+    assert look(before, 0.02, 0.05) == Look(precise=True, decided=False)
+    assert len(after) > len(before) and look(after, 0.02, 0.05).settled
+    verdicts = {thr: build_comparison([str(tmp_path / f"{thr}.json")]).doc.result.query("q") for thr in docs}
+    assert verdicts[None].verdict == "unstable" and verdicts[0.05].verdict == "no change"  # type: ignore[union-attr]
+
+
+def test_an_undecided_query_at_its_budget_goes_on_on_time_others_left():
+    """+4% ± 3%: still undecided at its 3 s budget; `steady` settled at once and left most of
+    its budget, which q spends — at most EXTEND budgets, never more than was left."""
+    from chbench.stats.stopping import EXTEND
+
+    doc = _adaptive(_scripted_ratio(1.04, 0.03, 3), threshold=0.05)
+    q = next(x for x in doc.queries if x.name == "q")
+    spent = sum(s.client_ms for s in q.samples) / 1000.0
+    assert 3.0 + 0.2 < spent <= EXTEND * 3.0 + 0.25  # one round is ~0.2 s
+    pool = doc.meta.extra["time_pool"][0]
+    assert set(pool["queries_beyond_budget"]) == {"q"} and 0 < pool["beyond_budget_s"] <= pool["saved_s"] + 0.25
+    before = _adaptive(_scripted_ratio(1.04, 0.03, 3), threshold=None)
+    assert len(_paired_d(before, "q")) < len(_paired_d(doc, "q"))
+
+
+def test_an_undecided_query_stops_at_its_budget_when_no_time_is_left():
+    """Both queries undecided (+4.9% ± 6%): nobody leaves time, so each stops at its budget,
+    as before."""
+    wl = _workload("q1", "q2")
+    rng = random.Random(3)
+    target = FakeTarget(lambda call: 100.0 * (1.049 * (1 + 0.06 * (2 * rng.random() - 1))
+                                              if call.settings.get("max_threads") == "1" else 1.0))
+    outcome = run_plan(_plan((target, wl, {}), (target, wl, {"max_threads": "1"}), iterations=None,
+                             max_time_per_query=2.0, probes=False), None, Progress())
+    for q in outcome.doc.queries:
+        spent = sum(s.client_ms for s in q.samples) / 1000.0
+        assert 2.0 <= spent < 2.0 + 0.25
+    assert outcome.doc.meta.extra["time_pool"] == [{"budget_s": 2.0, "saved_s": 0.0, "beyond_budget_s": 0.0,
+                                                    "queries_beyond_budget": {}}]

@@ -434,3 +434,25 @@ def test_no_change_is_an_equivalence_a_change_not_ruled_out_is_unstable():
         assert q.ci[0] < q.equivalence_ci[0] <= q.equivalence_ci[1] < q.ci[1]
         assert q.equivalence_ci[0] > 1 / 1.05 and q.equivalence_ci[1] < 1.05
         assert q.to_json()["equivalence_ci"] == list(q.equivalence_ci)
+
+
+def test_the_adaptive_rule_decides_as_compare_and_spends_only_time_left():
+    from chbench.stats.stopping import EXTEND, TimePool, look
+
+    rng = np.random.default_rng(4)
+    noise = rng.normal(0, 0.04, 40)  # ±1.3% for the typical ratio: precise
+    assert look(np.log(1.00) + noise, 0.02, 0.05).settled  # within ±5%: no change
+    assert look(np.log(1.10) + noise, 0.02, 0.05).settled  # beyond: a change
+    near = look(np.log(1.045) + noise, 0.02, 0.05)
+    assert near.precise and not near.decided
+    assert look(np.log(1.045) + noise, 0.02, None).settled  # no threshold: precision alone (the rule before)
+    assert not look([0.01], 0.02, 0.05).precise
+    pool = TimePool(10.0)
+    assert not pool.may_extend("q", 10.5)  # nothing left by anybody
+    pool.finished("fast", 4.0)  # left 6 s
+    assert pool.may_extend("q", 12.0) and pool.may_extend("q", 15.9)
+    assert not pool.may_extend("q", 16.5)  # 6.5 s beyond: more than was left
+    pool.finished("slow", 1.0)  # 9 s more
+    assert not pool.may_extend("q", EXTEND * 10.0)  # never past EXTEND budgets
+    pool.finished("q", 19.0)
+    assert pool.to_json()["queries_beyond_budget"] == {"q": 9.0}

@@ -89,6 +89,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--min-runs", type=positive_int, default=5)
     r.add_argument("--precision", type=percent, default=0.02,
                    help="adaptive: stop when the median's 95%% CI is within ±this (default 2%%)")
+    r.add_argument("--threshold", type=percent, default=0.05, metavar="PCT",
+                   help="adaptive, side by side: a query whose interval is precise but neither within nor beyond "
+                        "±PCT (compare's threshold) goes on, on time other queries left unused (default 5%%)")
     r.add_argument("--max-time-per-query", type=positive_float, default=20.0, metavar="S")
     r.add_argument("--timeout", type=positive_float, metavar="S", help="per-query time limit, enforced on the server")
     r.add_argument("--no-interleave", action="store_true", help="all runs of a query before the next one")
@@ -173,8 +176,9 @@ def build_plan(args: argparse.Namespace) -> Plan:
             parts.append(f"scale={side.scale:g}")
         side.label = ", ".join(parts)
     return Plan(sides=sides, warmup=args.warmup, iterations=args.iterations, min_runs=args.min_runs,
-                target_precision=args.precision, max_time_per_query=args.max_time_per_query, timeout=args.timeout,
-                keep_format=args.keep_format, allow_writes=args.allow_writes, interleave=not args.no_interleave,
+                target_precision=args.precision, threshold=args.threshold, max_time_per_query=args.max_time_per_query,
+                timeout=args.timeout, keep_format=args.keep_format, allow_writes=args.allow_writes,
+                interleave=not args.no_interleave,
                 server_metrics=args.server_metrics, calibration=not (args.no_calibration or args.no_probes),
                 probes=not args.no_probes, max_threads=args.max_threads, quiet_wait=max(0.0, args.quiet_wait),
                 quiet_threshold=args.quiet_threshold, explain=not args.no_explain, profile_ms=args.profile,

@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
             targets = [make_target(f"embedded@{v}", Credentials()) for v in versions]
         scale = None if args.queries or args.tests or args.suite == "clickbench" else args.scale
         tp = TrendPlan(versions, wl, scale, args.warmup, args.iterations, budget, args.timeout, args.precision,
-                       dict(args.setting))
+                       dict(args.setting), threshold=args.threshold)
         data_sql = DATA_CHECK_SQL if args.suite == "clickbench" and not args.queries and not args.tests else None
         outcome = measure(tp, targets, out, args.quiet, data_sql)
     finally:

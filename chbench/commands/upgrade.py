@@ -94,7 +94,7 @@ def _measure(args: argparse.Namespace, out: str, old: str, new: str) -> RunOutco
     sides = [SidePlan(sid, t, wl, {}, scale, label=f"ClickHouse {v}")
              for sid, t, v in zip("AB", targets, (old, new), strict=True)]
     plan = Plan(sides=sides, warmup=args.warmup, iterations=args.iterations,
-                max_time_per_query=args.max_time_per_query, timeout=args.timeout,
+                max_time_per_query=args.max_time_per_query, timeout=args.timeout, threshold=args.threshold,
                 allow_writes=False)
     try:
         data_sql = DATA_CHECK_SQL if args.suite == "clickbench" and not args.queries and not args.tests else None

@@ -37,7 +37,8 @@ from chbench.results.run import QuerySide
 from chbench.runner.groups import GroupRun, skip_if_missing
 from chbench.runner.quiet import QuietGuard
 from chbench.runner.settings import group_settings, query_settings, settings_to_send, statement_settings
-from chbench.stats.paired import hl_halfwidth, pair_up
+from chbench.stats.paired import pair_up
+from chbench.stats.stopping import Look, TimePool, look, should_stop
 from chbench.stats.summary import relative_ci_halfwidth
 from chbench.targets import ServerInfo, Target
 from chbench.targets.base import admin_query_id
@@ -112,6 +113,7 @@ class Runner:
         self.machine: MachineRecorder | None = None  # made when the rounds begin (after set-up)
         self.session = 0
         self.quiet: QuietGuard | None = None  # what a busy machine sets aside (runner/quiet.py), with the probes
+        self.pool = TimePool(plan.max_time_per_query)  # a session's unused time (stats/stopping.py)
 
     # -- the results document ------------------------------------------------------------
     def _connect(self) -> None:
@@ -252,10 +254,13 @@ class Runner:
                     self.machine = MachineRecorder([(s.id, s.target) for s in self.plan.sides], self.doc.machine)
                     self.quiet = QuietGuard(self.plan, self.doc.machine, self.machine.timeline)
             self.observer.rounds_started(states, self.plan)
+            self.pool = TimePool(self.plan.max_time_per_query)
             try:
                 self._phases(states)
             finally:
                 self.observer.rounds_stopped()
+                if self.plan.iterations is None and self.plan.side_by_side:
+                    self.doc.meta.extra.setdefault("time_pool", []).append(self.pool.to_json())
 
         return self._guard(body)
 
@@ -392,25 +397,28 @@ class Runner:
         if plan.iterations is not None:
             finished = all(runs[sid] >= plan.iterations for sid in live)
         else:
-            enough = all(len(st.ok_times[sid]) >= plan.min_runs for sid in live)
-            precise = self._precise(st, live)
-            out_of_time = st.spent_s >= plan.max_time_per_query and all(runs[sid] >= plan.min_runs for sid in live)
-            finished = (enough and precise) or out_of_time or any(runs[sid] >= plan.max_runs for sid in live)
+            finished = should_stop(self._look(st, live), self.pool, st.name, st.spent_s,
+                                   min(len(st.ok_times[sid]) for sid in live), min(runs.values()), max(runs.values()),
+                                   plan.min_runs, plan.max_runs)
         if finished:
             for sid in live:
                 st.done[sid] = True
 
-    def _precise(self, st: QueryState, live: list[str]) -> bool:
+    def _look(self, st: QueryState, live: list[str]) -> Look:
         """Side by side, the intervals compare will judge: the typical per-round ratio's
-        (stats/paired.py) of every pair it judges, within ±precision; one side: its median's."""
-        if len(live) >= 2:  # every pair compare will judge (plan.compared_pairs)
-            for x, y in compared_pairs(live):
-                a, b = ([(k, t) for k, t in zip(st.ok_keys[sid], st.ok_times[sid], strict=True)] for sid in (x, y))
-                pairs = pair_up(a, b)
-                if len(pairs) < self.plan.min_runs or hl_halfwidth(pairs.d) > math.log1p(self.plan.target_precision):
-                    return False
-            return True
-        return all(relative_ci_halfwidth(st.ok_times[sid]) <= self.plan.target_precision for sid in live)
+        (stats/paired.py) of every pair it judges — precise within ±precision, decided at
+        the threshold (stats/stopping.py); one side: its median's, precise is all."""
+        plan = self.plan
+        if len(live) < 2:
+            return Look(relative_ci_halfwidth(st.ok_times[live[0]]) <= plan.target_precision, True)
+        precise = decided = True
+        for x, y in compared_pairs(live):  # every pair compare will judge (plan.compared_pairs)
+            a, b = ([(k, t) for k, t in zip(st.ok_keys[sid], st.ok_times[sid], strict=True)] for sid in (x, y))
+            pairs = pair_up(a, b)
+            pair = look(pairs.d, plan.target_precision, plan.threshold)
+            precise = precise and pair.precise and len(pairs) >= plan.min_runs
+            decided = decided and pair.decided
+        return Look(precise, decided)
 
     def _run_once(self, st: QueryState, sid: str, round_no: int, warmup: bool) -> None:
         s = self._execute(self.by_id[sid], st.entry.sides[sid].sql_sent, st.settings[sid], round_no, warmup)

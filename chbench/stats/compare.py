@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from chbench.stats.paired import Pairs, analyse, bootstrap, pair_up
+from chbench.stats.stopping import equivalence_interval, equivalent
 from chbench.stats.summary import instability_reasons, median_ci, percentiles, rel_mad, relative_ci_halfwidth
 from chbench.stats.verdict import (
     FAILED,
@@ -601,21 +602,19 @@ def _a_first(a: SideData, b: SideData) -> dict[tuple[int, int], bool] | None:
 
 
 EQUIVALENCE_LEVEL = 0.90  # two one-sided tests at 5% each (Schuirmann's TOST)
-_Z90_OVER_Z95 = 1.6449 / 1.9600
 
 
 def _equivalent(row: QueryComparison, thr: float) -> bool:
     """``no change`` is an equivalence, not an absence of evidence: two one-sided tests
-    at 5% each, i.e. the 90% interval within ±threshold (docs/statistics.md). The 90%
-    interval is the 95% one's two sides, each scaled about the estimate by z(0.95)/z(0.975)
-    (a normal approximation for the bootstrap, Hodges–Lehmann and t intervals alike); kept
-    in ``equivalence_ci``. The old rule (half-width and estimate within ±threshold) let
+    at 5% each, i.e. the 90% interval within ±threshold (docs/statistics.md;
+    stats/stopping.py makes it, for the adaptive runner too); kept in
+    ``equivalence_ci``. The old rule (half-width and estimate within ±threshold) let
     "+4.4% [+0.9%, +9.1%]" be called "no change" (2026-12-03)."""
     assert row.ratio is not None and row.ci is not None
     c, lo, hi = math.log(row.ratio), math.log(row.ci[0]), math.log(row.ci[1])
-    elo, ehi = c - (c - lo) * _Z90_OVER_Z95, c + (hi - c) * _Z90_OVER_Z95
+    elo, ehi = equivalence_interval(c, lo, hi)
     row.equivalence_ci = (math.exp(elo), math.exp(ehi))
-    return -math.log1p(thr) < elo and ehi < math.log1p(thr)
+    return equivalent(c, lo, hi, thr)
 
 
 def _edge(lo: float, hi: float) -> float:

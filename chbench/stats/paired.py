@@ -115,12 +115,6 @@ def hl_interval(d: list[float] | np.ndarray, conf: float = 0.95) -> tuple[float,
     return centre, w[2], w[3]
 
 
-def hl_halfwidth(d: list[float] | np.ndarray) -> float:
-    """Half the width of the interval of the typical log ratio (inf when undecidable)."""
-    _, lo, hi = hl_interval(d)
-    return (hi - lo) / 2.0
-
-
 @dataclass(frozen=True)
 class Pairs:
     """A query's rounds where both sides succeeded: the log ratios in round order, and

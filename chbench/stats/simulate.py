@@ -24,6 +24,7 @@ import numpy as np
 
 from chbench.stats.compare import BETWEEN_RUN_FACTOR, Options, SideData, compare_queries
 from chbench.stats.rounds import take_out
+from chbench.stats.stopping import TimePool, look, should_stop
 
 # medians of the built-in suite's queries (ms) on the 2-core machine of 2026-12-01
 BUILTIN_MS = (472.0, 475.0, 617.0, 395.0, 330.0, 782.0, 392.0, 513.0, 439.0, 552.0)
@@ -118,6 +119,45 @@ def side_by_side(model: NoiseModel, seed: int, change: float = 1.0,
                 d.times.append(t)
                 d.client_times.append(t)
                 d.keys.append((0, r))
+    return a, b
+
+
+def adaptive_side_by_side(model: NoiseModel, seed: int, change: float = 1.0, changed: tuple[int, ...] | None = None,
+                          threshold: float | None = 0.05, precision: float = 0.02, budget_s: float = 20.0,
+                          min_runs: int = 5, max_runs: int = 1000) -> tuple[dict[str, SideData], dict[str, SideData]]:
+    """A side-by-side run as the adaptive runner makes it: rounds of every query not yet
+    stopped, each query stopped by the runner's own rule (stats/stopping.py) after each
+    round, its time the simulated times; ``threshold=None``: the rule before it (precise
+    within ±``precision``, or the budget)."""
+    rng = np.random.default_rng(seed)
+    mach = _Machine(model, rng)
+    n = len(model.base_ms)
+    a = {f"q{q}": SideData() for q in range(n)}
+    b = {f"q{q}": SideData() for q in range(n)}
+    hit = set(range(n) if changed is None else changed)
+    pool = TimePool(budget_s)
+    spent = [0.0] * n
+    pending = list(range(n))
+    r = 0
+    while pending:
+        busy = rng.random() < model.burst_rate
+        for q in pending:
+            for pos, side in enumerate(("A", "B") if r % 2 == 0 else ("B", "A")):
+                t = mach.sample(q, busy, model.order if pos == 1 else 0.0) * (change if side == "B" and q in hit else 1)
+                d = (a if side == "A" else b)[f"q{q}"]
+                d.times.append(t)
+                d.client_times.append(t)
+                d.keys.append((0, r))
+                spent[q] += t / 1000.0
+        still = []
+        for q in pending:
+            ta, tb = np.array(a[f"q{q}"].times), np.array(b[f"q{q}"].times)
+            now = look(np.log(tb) - np.log(ta), precision, threshold)
+            runs = len(ta)
+            if not should_stop(now, pool, f"q{q}", spent[q], runs, runs, runs, min_runs, max_runs):
+                still.append(q)
+        pending = still
+        r += 1
     return a, b
 
 

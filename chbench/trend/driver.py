@@ -28,6 +28,7 @@ class TrendPlan:
     timeout: float | None
     precision: float = 0.02
     settings: dict[str, str] | None = None
+    threshold: float | None = 0.05  # adaptive: undecided queries go on (stats/stopping.py)
 
 
 def cost(versions: list[str], catalog_versions: bool, queries: int, budget_s: float) -> dict[str, Any]:
@@ -66,7 +67,8 @@ def measure(tp: TrendPlan, targets: list[Target], out: str, quiet: bool, data_sq
     sides = [SidePlan(sid, t, tp.workload, dict(tp.settings or {}), tp.scale, label=v)
              for sid, t, v in zip(side_ids(len(targets)), targets, tp.versions, strict=True)]
     plan = Plan(sides=sides, warmup=tp.warmup, iterations=tp.iterations, max_time_per_query=tp.max_time_per_query,
-                timeout=tp.timeout, allow_writes=False, target_precision=tp.precision)
+                timeout=tp.timeout, allow_writes=False, target_precision=tp.precision,
+                threshold=tp.threshold)
     return run_plan(plan, out, make_progress(quiet), Checks(data_sql))
 
 
