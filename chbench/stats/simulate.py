@@ -103,23 +103,33 @@ def side_by_side(model: NoiseModel, seed: int, change: float = 1.0,
     ``change`` multiplies B's times of the ``changed`` queries (all when None)."""
     rng = np.random.default_rng(seed)
     mach = _Machine(model, rng)
-    n = len(model.base_ms)
-    a = {f"q{q}": SideData() for q in range(n)}
-    b = {f"q{q}": SideData() for q in range(n)}
-    hit = set(range(n) if changed is None else changed)
+    a, b, hit = _sides(model, changed)
     for r in range(model.rounds):
         busy = rng.random() < model.burst_rate
-        for q in range(n):
-            order = ("A", "B") if r % 2 == 0 else ("B", "A")
-            for pos, side in enumerate(order):
-                t = mach.sample(q, busy, model.order if pos == 1 else 0.0)
-                if side == "B" and q in hit:
-                    t *= change
-                d = (a if side == "A" else b)[f"q{q}"]
-                d.times.append(t)
-                d.client_times.append(t)
-                d.keys.append((0, r))
+        for q in range(len(model.base_ms)):
+            _pair_round(mach, q, r, busy, change if q in hit else 1.0, a, b)
     return a, b
+
+
+def _sides(model: NoiseModel, changed: tuple[int, ...] | None) -> tuple[dict[str, SideData], dict[str, SideData],
+                                                                        set[int]]:
+    n = len(model.base_ms)
+    return ({f"q{q}": SideData() for q in range(n)}, {f"q{q}": SideData() for q in range(n)},
+            set(range(n) if changed is None else changed))
+
+
+def _pair_round(mach: _Machine, q: int, r: int, busy: bool, change: float, a: dict[str, SideData],
+                b: dict[str, SideData]) -> float:
+    """Query q's two runs of round r (A first in even rounds), B's × ``change``; their time (s)."""
+    took = 0.0
+    for pos, side in enumerate(("A", "B") if r % 2 == 0 else ("B", "A")):
+        t = mach.sample(q, busy, mach.model.order if pos == 1 else 0.0) * (change if side == "B" else 1.0)
+        d = (a if side == "A" else b)[f"q{q}"]
+        d.times.append(t)
+        d.client_times.append(t)
+        d.keys.append((0, r))
+        took += t / 1000.0
+    return took
 
 
 def adaptive_side_by_side(model: NoiseModel, seed: int, change: float = 1.0, changed: tuple[int, ...] | None = None,
@@ -131,30 +141,21 @@ def adaptive_side_by_side(model: NoiseModel, seed: int, change: float = 1.0, cha
     within ±``precision``, or the budget)."""
     rng = np.random.default_rng(seed)
     mach = _Machine(model, rng)
-    n = len(model.base_ms)
-    a = {f"q{q}": SideData() for q in range(n)}
-    b = {f"q{q}": SideData() for q in range(n)}
-    hit = set(range(n) if changed is None else changed)
+    a, b, hit = _sides(model, changed)
     pool = TimePool(budget_s)
-    spent = [0.0] * n
-    pending = list(range(n))
+    spent = [0.0] * len(model.base_ms)
+    pending = list(range(len(model.base_ms)))
     r = 0
     while pending:
         busy = rng.random() < model.burst_rate
         for q in pending:
-            for pos, side in enumerate(("A", "B") if r % 2 == 0 else ("B", "A")):
-                t = mach.sample(q, busy, model.order if pos == 1 else 0.0) * (change if side == "B" and q in hit else 1)
-                d = (a if side == "A" else b)[f"q{q}"]
-                d.times.append(t)
-                d.client_times.append(t)
-                d.keys.append((0, r))
-                spent[q] += t / 1000.0
+            spent[q] += _pair_round(mach, q, r, busy, change if q in hit else 1.0, a, b)
         still = []
         for q in pending:
             ta, tb = np.array(a[f"q{q}"].times), np.array(b[f"q{q}"].times)
-            now = look(np.log(tb) - np.log(ta), precision, threshold)
             runs = len(ta)
-            if not should_stop(now, pool, f"q{q}", spent[q], runs, runs, runs, min_runs, max_runs):
+            if not should_stop(look(np.log(tb) - np.log(ta), precision, threshold), pool, f"q{q}", spent[q],
+                               runs, runs, runs, min_runs, max_runs):
                 still.append(q)
         pending = still
         r += 1
