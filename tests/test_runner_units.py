@@ -419,6 +419,11 @@ def test_an_undecided_query_at_its_budget_goes_on_on_time_others_left():
     assert 3.0 + 0.2 < spent <= EXTEND * 3.0 + 0.25  # one round is ~0.2 s
     pool = doc.meta.extra["time_pool"][0]
     assert set(pool["queries_beyond_budget"]) == {"q"} and 0 < pool["beyond_budget_s"] <= pool["saved_s"] + 0.25
+    from chbench.report.run import time_pool_lines
+
+    assert [t.text for t in time_pool_lines(doc)] == [
+        f"1 query went on past the 3 s budget to decide a verdict, on the {pool['saved_s']:.0f} s others left "
+        f"unused: q +{pool['queries_beyond_budget']['q']:.0f} s"]
     before = _adaptive(_scripted_ratio(1.04, 0.03, 3), threshold=None)
     assert len(_paired_d(before, "q")) < len(_paired_d(doc, "q"))
 

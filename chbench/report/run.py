@@ -83,7 +83,7 @@ def run_table(doc: RunDocument) -> Table:
 def run_section(path: str, doc: RunDocument, charts: bool = True) -> Section:
     targets = "; ".join(f"{k} = {v}" for k, v in doc.side_labels().items())
     blocks: list[Any] = [Text(f"{path} — status {doc.status}; targets: {targets}"), *test_lines(doc),
-                         run_table(doc), *set_aside_lines(doc)]
+                         run_table(doc), *set_aside_lines(doc), *time_pool_lines(doc)]
     if charts:
         for q in doc.queries:
             sides = {sid: side_samples(q, sid) for sid in q.side_ids()}
@@ -137,6 +137,20 @@ def set_aside_lines(doc: RunDocument) -> list[Text]:
     if rec.get("never_quiet"):
         line += "; the machine never got quiet: the rest was measured as it was"
     return [Text(line)]
+
+
+def time_pool_lines(doc: RunDocument) -> list[Text]:
+    """Adaptive side by side: queries that went on past their budget, undecided, on time
+    others left (stats/stopping.py)."""
+    out = []
+    for pool in doc.meta.extra.get("time_pool") or []:
+        beyond = pool.get("queries_beyond_budget") or {}
+        if beyond:
+            who = ", ".join(f"{name} +{s:.0f} s" for name, s in sorted(beyond.items(), key=lambda kv: -kv[1]))
+            out.append(Text(f"{len(beyond)} quer{'y' if len(beyond) == 1 else 'ies'} went on past the "
+                            f"{pool['budget_s']:.0f} s budget to decide a verdict, on the {pool['saved_s']:.0f} s "
+                            f"others left unused: {who}"))
+    return out
 
 
 def _short(message: str, limit: int = 60) -> str:
