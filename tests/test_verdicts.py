@@ -456,3 +456,17 @@ def test_the_adaptive_rule_decides_as_compare_and_spends_only_time_left():
     assert not pool.may_extend("q", EXTEND * 10.0)  # never past EXTEND budgets
     pool.finished("q", 19.0)
     assert pool.to_json()["queries_beyond_budget"] == {"q": 9.0}
+
+
+def test_a_common_shift_within_the_threshold_says_when_its_interval_is_not():
+    """All of B −4.7% [−6.4%, −2.7%]: the estimate is within ±5%, so no finding — but the
+    line says the interval reaches past it, instead of a bare "within ±5%"."""
+    a, b = _separate_pair(10, 0.03, seed=4, moved={q: 0.96 for q in range(10)})
+    saw_nothing = {"probes": {"a": {}, "b": {}}, "busier": None, "material": False, "differences": []}
+    shift = compare_queries(list(a), a, b, Options(between_run=0.8, measure_between=True), saw_nothing).summary.shift
+    assert shift is not None and shift.verdict == "no change" and shift.finding is None
+    assert shift.why.endswith("within ±5%, though its 95% interval reaches -6.4% (a shift that size not ruled out): "
+                              "not a finding")
+    a, b = _separate_pair(10, 0.01, seed=1, moved={q: 0.96 for q in range(10)})
+    shift = compare_queries(list(a), a, b, Options(between_run=0.8, measure_between=True), saw_nothing).summary.shift
+    assert shift is not None and shift.why.endswith("; within ±5%: not a finding")

@@ -135,6 +135,10 @@ def _why(ratio: float, lo: float, hi: float, sharing: int, n: int, verdict: str,
         return f"{head}; the calibration query moved the same way (no probes in these files) → machine: " \
                "taken out of each query's verdict"
     if verdict == "no change":
+        edge = math.expm1(hi) if hi >= -lo else math.expm1(lo)
+        if abs(edge) >= threshold:  # the estimate is within it, the interval not: said, not hidden
+            return (f"{head}; within ±{threshold:.0%}, though its 95% interval reaches {edge:+.1%} (a shift that "
+                    "size not ruled out): not a finding")
         return f"{head}; within ±{threshold:.0%}: not a finding"
     if machine is None:  # side by side: both sides shared the machine
         return f"{head}, on a machine both sides shared → a global change of the engine or its configuration: {verdict}"
