@@ -355,6 +355,16 @@ def test_clickhouse_store_on_a_real_server(modern: Any, tmp_path: Path) -> None:
         sql = sql.replace("$__timeFilter(started_at)", "started_at >= toDateTime64(0, 3)")
         rows = http_post(modern.http_port, sql + " FORMAT JSONEachRow").splitlines()
         assert rows, panel["title"]
+    # the schema's version is the runs table's comment: none (an older chbench's tables) reads
+    # as 1; a newer one is refused in one line
+    comment = f"SELECT comment FROM system.tables WHERE database = '{db}' AND name = 'chbench_runs'"
+    assert http_post(modern.http_port, comment).strip() == "chbench history schema 1"
+    http_post(modern.http_port, f"ALTER TABLE {db}.chbench_runs MODIFY COMMENT ''")
+    assert run_cli("history", "check", "--store", url, "--format", "json").code == 0
+    http_post(modern.http_port, f"ALTER TABLE {db}.chbench_runs MODIFY COMMENT 'chbench history schema 99'")
+    r = run_cli("history", "check", "--store", url, "--format", "json")
+    assert_one_line_error(r)
+    assert "a history written by a newer chbench (schema 99)" in r.stderr
 
 
 def test_a_store_on_a_server_too_old_for_its_tables_is_refused_in_one_line(legacy: Any, tmp_path: Path) -> None:

@@ -10,6 +10,10 @@ names none), created by chbench, readable by Grafana's ClickHouse data source
   which readers ignore (and a later add of the same run replaces);
 * ``chbench_reported``: the changes earlier checks reported.
 
+The schema's version is the runs table's comment (``chbench history schema 1``): a table
+without one is version 1 (chbench before the comment), a newer version is refused in one
+line, as the local store refuses one.
+
 ReplacingMergeTree on the run's id: adding the same run twice (two writers, a retry)
 keeps one; readers use FINAL. HTTP through clickhouse-connect, native through
 clickhouse-driver (the project's clients); TLS verified; the password from the caller
@@ -31,11 +35,14 @@ from chbench.targets.base import first_line
 from chbench.targets.url import parse_target_url
 
 DEFAULT_DATABASE = "chbench"
+SCHEMA_VERSION = 1
+_SCHEMA_COMMENT = "chbench history schema "
 
 _TABLES = {
     "chbench_runs": """(run_id String, started_at DateTime64(3, 'UTC'), added_at DateTime64(3, 'UTC'),
         labels Map(String, String), server_version String, host String, header String)
-        ENGINE = ReplacingMergeTree(added_at) ORDER BY run_id""",
+        ENGINE = ReplacingMergeTree(added_at) ORDER BY run_id
+        COMMENT '""" + _SCHEMA_COMMENT + str(SCHEMA_VERSION) + """'""",
     "chbench_queries": """(run_id String, started_at DateTime64(3, 'UTC'), added_at DateTime64(3, 'UTC'),
         query String, query_key String, position UInt32, median_ms Nullable(Float64), runs UInt32, errors UInt32,
         client_ms Array(Float64), server_ms Array(Float64), sql String,
@@ -134,6 +141,19 @@ class ClickHouseStore:
         if not create and not there:
             self.conn.close()  # nothing to read: the caller gets NoHistory, not this store
             raise NoHistoryThere(self.location)
+        version = self._schema_version()
+        if version > SCHEMA_VERSION:
+            self.conn.close()
+            raise UsageError(f"--store {self.location}: a history written by a newer chbench (schema {version}); "
+                             "upgrade chbench")
+
+    def _schema_version(self) -> int:
+        """The runs table's comment says it; none (chbench before it): 1."""
+        rows = self.conn.rows("SELECT comment FROM system.tables WHERE database = "
+                              f"{_quote(self.conn.database)} AND name = 'chbench_runs'")
+        text = str(rows[0][0]) if rows else ""
+        tail = text[len(_SCHEMA_COMMENT):] if text.startswith(_SCHEMA_COMMENT) else ""
+        return int(tail) if tail.isdigit() else 1
 
     def _t(self, name: str) -> str:
         return f"`{self.conn.database}`.{name}"
