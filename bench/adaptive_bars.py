@@ -82,7 +82,9 @@ def real(pairs: int) -> list[dict[str, Any]]:
                 doc = json.loads(c.stdout)
                 verdicts = Counter(q["verdict"] for q in doc["queries"])
                 spread = [q["paired"]["spread"] for q in doc["queries"] if q.get("paired")]
+                pool = json.loads(Path(out).read_text())["meta"].get("time_pool")
                 rows.append({"pair": i, "rule": rule, "wall_s": round(wall, 1), "verdicts": dict(verdicts),
+                             "time_pool": pool,
                              "runs_per_query": [q["a"]["runs"] for q in doc["queries"]],
                              "per_round_spread_median": sorted(spread)[len(spread) // 2] if spread else None})
                 print(json.dumps(rows[-1]), flush=True)

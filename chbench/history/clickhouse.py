@@ -41,8 +41,7 @@ _SCHEMA_COMMENT = "chbench history schema "
 _TABLES = {
     "chbench_runs": """(run_id String, started_at DateTime64(3, 'UTC'), added_at DateTime64(3, 'UTC'),
         labels Map(String, String), server_version String, host String, header String)
-        ENGINE = ReplacingMergeTree(added_at) ORDER BY run_id
-        COMMENT '""" + _SCHEMA_COMMENT + str(SCHEMA_VERSION) + """'""",
+        ENGINE = ReplacingMergeTree(added_at) ORDER BY run_id""",
     "chbench_queries": """(run_id String, started_at DateTime64(3, 'UTC'), added_at DateTime64(3, 'UTC'),
         query String, query_key String, position UInt32, median_ms Nullable(Float64), runs UInt32, errors UInt32,
         client_ms Array(Float64), server_ms Array(Float64), sql String,
@@ -132,8 +131,13 @@ class ClickHouseStore:
                 there = int(self.conn.rows(f"EXISTS TABLE `{db}`.chbench_runs")[0][0])
             else:
                 self.conn.command(f"CREATE DATABASE IF NOT EXISTS `{db}`")
+                new = not int(self.conn.rows(f"EXISTS TABLE `{db}`.chbench_runs")[0][0])
                 for name, body in _TABLES.items():
                     self.conn.command(f"CREATE TABLE IF NOT EXISTS `{db}`.{name} {body}")
+                if new:  # an ALTER, not a COMMENT clause: a server too old for the tables then says why
+                    # (18.16: "Unknown data type family: Map"), not a syntax error at COMMENT
+                    self.conn.command(f"ALTER TABLE `{db}`.chbench_runs MODIFY COMMENT "
+                                      f"{_quote(_SCHEMA_COMMENT + str(SCHEMA_VERSION))}")
         except Exception as e:  # noqa: BLE001 - the server's refusal, as one line
             self.conn.close()
             raise ConnectError(f"--store {self.location}: cannot {'read' if not create else 'create'} the history "
