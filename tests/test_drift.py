@@ -94,6 +94,46 @@ def test_a_slowdown_beyond_what_the_busier_machine_explains_stands():
     assert compare_json(list(a), a, b, Options(), machine=machine)["queries"][9]["verdict"] == "unstable"
 
 
+def reference_moved(ratio: float, ci: tuple[float, float]) -> dict:
+    """Probes alike, the reference task moved ``ratio`` (B/A) with interval ``ci``."""
+    probes = alike()["probes"]
+    ref = {"ratio": ratio, "ci": list(ci), "material": (ci[0] > 1 or ci[1] < 1) and abs(ratio - 1) >= 0.03}
+    return {**difference(probes["a"], probes["b"], ref), "probes": probes, "reference": ref}
+
+
+def test_a_run_whose_reference_moved_not_significantly_may_have_been_busier():
+    """A/A pairs of short runs (bench/reference_pairs.py): the whole suite moved +20–40%
+    between runs seconds apart while the reference task moved +20% [-2.5%, +51%] on 6
+    timings a side — not material, so the machines were "alike" and the queries `slower`.
+    Now that run *may* have been busier: slower there is `unstable`, and says so; faster
+    there still stands; a reference that moved under 3% changes nothing."""
+    m = reference_moved(1.204, (0.975, 1.513))
+    assert m["busier"] is None and m["maybe_busier"] == "B" and "not significant" in m["maybe_why"]
+    assert m["explains_up_to"] > 1.5
+    assert "maybe_busier" not in reference_moved(1.02, (0.95, 1.09))
+    assert "maybe_busier" not in reference_moved(1.20, (1.10, 1.31))  # material: busier, as before
+    rng = np.random.default_rng(21)
+    a, b = sides(rng, [1.4, 1.25, 1.6, 1.3, 1.45, 1.5, 1.2, 1.35, 1.55, 1.4], cv=0.05)
+    plain = compare_json(list(a), a, b, Options(between_run=0.7), machine=alike())
+    assert verdicts(plain).count("slower") >= 8
+    doc = compare_json(list(a), a, b, Options(between_run=0.7), machine=m)
+    qualified = [q for q in doc["queries"] if q["reason"] == "B may have run on a busier machine"]
+    assert len(qualified) >= 8 and all(q["verdict"] == "unstable" for q in qualified)
+    assert all(q["vs_one"]["verdict"] == "slower" and "may have been busier during B" in q["reasoning"]
+               for q in qualified)
+    assert verdicts(doc).count("slower") == 0
+    faster = compare_json(list(b), b, a, Options(between_run=0.7), machine=m)  # faster in the run that may be busier
+    assert verdicts(faster).count("faster") >= 8
+    # a shift all queries share, which the machine may explain: neither taken out nor a finding
+    a, b = sides(np.random.default_rng(5), [1.3] * 9 + [1.6], cv=0.03)
+    doc = compare_json(list(a), a, b, Options(between_run=0.7), machine=m)
+    shift = doc["summary"]["shift"]
+    assert shift["machine_may"] == m["maybe_why"] and shift["finding"] is None
+    assert not shift["explained_by_machine"] and "machine or engine, not told apart" in shift["why"]
+    assert [q["reason"] for q in doc["queries"][:9]] == ["beyond ±5% only with a shift the machine may explain"] * 9
+    assert verdicts(doc) == ["unstable"] * 10 and doc["queries"][9]["reason"] == "B may have run on a busier machine"
+
+
 def test_a_query_the_busier_machine_may_have_hit_harder_is_unstable_not_slower():
     """Against a shift the machine explains, moving a little more than the threshold is
     not enough: a busy machine does not slow every query alike."""
@@ -244,12 +284,19 @@ def test_sessions_run_and_several_files_per_side(tmp_path):
         assert sorted({s["session"] for s in q["samples"]}) == [0, 1, 2]
         assert len(q["samples"]) == 12
     assert {r["session"] for r in doc["machine"]["client"]} == {0, 1, 2}
-    # the reference task, timed in its own process after every round (the engine is local)
-    assert len(doc["machine"]["reference"]) == len(doc["machine"]["client"])
-    assert all(len(r["ms"]) == 3 and min(r["ms"]) > 0 for r in doc["machine"]["reference"])
+    # the reference task, timed in its own process with every probe reading (the engine is
+    # local), and alone after a session's last round until the run has the 5 timings compare needs
+    ref, client = doc["machine"]["reference"], doc["machine"]["client"]
+    probed = {(r["session"], r["round"]) for r in client}
+    assert probed <= {(r["session"], r["round"]) for r in ref}
+    assert sum(len(r["ms"]) for r in ref if r["session"] == 0) >= 5
+    last = {s: max(rd for ss, rd in probed if ss == s) for s, _ in probed}
+    assert all(r["round"] > last[r["session"]] for r in ref if (r["session"], r["round"]) not in probed)
+    assert all(len(r["ms"]) == 3 and min(r["ms"]) > 0 for r in ref)
     assert "share its process" in " ".join(doc["meta"]["notes"])
-    for f in (b, c):
+    for f in (b, c):  # a run of one session, too short for more than one probe reading
         assert run_cli("run", *fast, "--out", str(f)).code == 0
+        assert sum(len(r["ms"]) for r in load(f)["machine"]["reference"]) >= 5
     r = run_cli("compare", str(a), "--vs", str(b), str(c), "--format", "json")
     assert r.code in (0, 1), r.stderr
     out = r.json()
@@ -266,6 +313,7 @@ def test_sessions_run_and_several_files_per_side(tmp_path):
     # given is the user's own guess
     r = run_cli("compare", str(b), str(c), "--format", "json")
     assert any("measured as the queries' scatter" in n for n in r.json()["notes"])
+    assert r.json()["summary"]["machine"]["reference"]["samples"][0] >= 5  # the two machines compared
     assert all(q.get("between_run_from") == "queries' scatter" for q in r.json()["queries"] if q.get("ci"))
     r = run_cli("compare", str(b), str(c), "--format", "json", "--between-run-factor", "0.8")
     assert any("guessed as 0.8 ×" in n for n in r.json()["notes"])

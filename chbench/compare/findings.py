@@ -37,6 +37,9 @@ def findings(doc: ComparisonDoc, separate: bool) -> list[str]:
         why = "the machine does not explain it" if separate else "on a machine both sides shared"
         out.append(f"all queries {pct(shift.ratio)} together, {why}: a global change of the engine or its "
                    "configuration")
+    elif shift is not None and shift.machine_may and shift.verdict != "no change":
+        out.append(f"all queries {pct(shift.ratio)} together, which the machine may explain ({shift.machine_may}): "
+                   "machine or engine, not told apart; measure with --sessions 3 per side, or side by side")
     elif busier:
         out.append(f"{busier} ran on a busier machine ({what}); rerun {busier}, or measure side by side")
     aside = s.set_aside or {}
@@ -52,7 +55,11 @@ def findings(doc: ComparisonDoc, separate: bool) -> list[str]:
         out.append(f"the machine never got quiet during {who} within --quiet-wait: the rest was measured as it was; "
                    "rerun when the other work is done, or measure side by side")
     qualified = [q for q in doc.queries if q.verdict == UNSTABLE and q.busier_machine]
-    if qualified:
+    if qualified and not busier and machine.get("maybe_busier"):
+        out.append(f"{_queries(len(qualified))} slower in {machine['maybe_busier']}, whose machine may have been "
+                   f"busier ({machine.get('maybe_why')}): not told apart from the machine "
+                   f"({', '.join(q.name for q in qualified[:5])}); measure with --sessions 3 per side, or side by side")
+    elif qualified:
         out.append(f"{_queries(len(qualified))} slower in {busier}, which ran on the "
                    f"busier machine: not told apart from the machine ({', '.join(q.name for q in qualified[:5])})")
     unstable = [q for q in doc.queries if q.verdict == UNSTABLE and q not in qualified]

@@ -37,6 +37,7 @@ from chbench.results.run import QuerySide
 from chbench.runner.groups import GroupRun, skip_if_missing
 from chbench.runner.quiet import QuietGuard
 from chbench.runner.settings import group_settings, query_settings, settings_to_send, statement_settings
+from chbench.stats.machine import REFERENCE_MIN
 from chbench.stats.paired import pair_up
 from chbench.stats.stopping import Look, TimePool, look, should_stop
 from chbench.stats.summary import relative_ci_halfwidth
@@ -475,6 +476,8 @@ class Runner:
         while any(len(c.samples) < CALIBRATION_MIN and c.target not in self.failed_sides
                   for c in self.doc.calibration):
             self._calibrate(round_no)
+        if self.machine is not None:  # and the reference task enough timings to compare machines
+            self.machine.top_up_reference(round_no, self.session, REFERENCE_MIN)
 
     def _set_aside(self, states: list[QueryState], first: int, last: int, final: bool) -> bool:
         """Rounds ``first``…``last`` of a separate run, judged (runner/quiet.py): what

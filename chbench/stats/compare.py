@@ -258,6 +258,8 @@ def compare_queries(
         rows, boots, tested = _judge(names, side_a, side_b, opts, np.random.default_rng(SEED), widen)
     if machine and machine.get("busier") in ("A", "B"):
         _busier_machine(rows, tested, machine)
+    elif machine and machine.get("maybe_busier") in ("A", "B"):  # the reference moved, not significantly
+        _busier_machine(rows, tested, machine, maybe=True)
     if unpaired is not None:
         for row, u in zip(rows, unpaired, strict=True):
             if row.paired is not None:
@@ -564,7 +566,8 @@ def _verdicts(rows: list[QueryComparison], tested: list[int], opts: Options, wid
             row.flags.append("machine itself changed between the runs: verdict qualified")
 
 
-def _busier_machine(rows: list[QueryComparison], tested: list[int], machine: dict[str, Any]) -> None:
+def _busier_machine(rows: list[QueryComparison], tested: list[int], machine: dict[str, Any],
+                    maybe: bool = False) -> None:
     """Separate runs where the probes show one run's machine busier: a query that got
     slower in the busier run cannot be told from the machine, with or without a common
     shift taken out — a neighbour slows queries unevenly (measured: +1% to +41% on the
@@ -572,24 +575,27 @@ def _busier_machine(rows: list[QueryComparison], tested: list[int], machine: dic
     It is ``unstable`` (its verdict against 1 kept in ``vs_one`` unless the shift's
     analysis kept it already); a change the other way still stands (the machine worked
     against it), and so does one whose whole interval lies beyond what the machine can
-    explain (``explains_up_to``, stats/machine.py: a 3× slowdown is not a neighbour's)."""
-    busier = machine["busier"]
-    what = ", ".join(machine.get("differences") or []) or "probes"
+    explain (``explains_up_to``, stats/machine.py: a 3× slowdown is not a neighbour's).
+    ``maybe``: the probes named no busier run, but the reference task moved that way, not
+    significantly (``maybe_busier``): the same rule, said as what it is."""
+    busier = machine["maybe_busier" if maybe else "busier"]
+    what = (machine.get("maybe_why") if maybe else ", ".join(machine.get("differences") or [])) or "probes"
+    was = "may have been busier" if maybe else "was busier"
     limit = float(machine.get("explains_up_to") or math.inf)
     for i in tested:
         r = rows[i]
         if (r.verdict == SLOWER and busier == "B") or (r.verdict == FASTER and busier == "A"):
             if r.ci and (r.ci[0] > limit or r.ci[1] < 1.0 / limit):
-                r.flags.append(f"the machine was busier during {busier} ({what}), which explains at most "
+                r.flags.append(f"the machine {was} during {busier} ({what}), which explains at most "
                                f"{limit - 1:+.0%}: this change is beyond it")
                 continue
             if r.vs_one is None:
                 r.vs_one = Evidence(r.verdict, ci=r.ci, p_adjusted=r.p_adjusted, reasoning=r.reasoning)
             r.verdict, r.busier_machine = UNSTABLE, busier
-            r.reasons.append(f"{r.ratio - 1 if r.ratio else 0:+.1%} while the machine was busier during {busier} "
+            r.reasons.append(f"{r.ratio - 1 if r.ratio else 0:+.1%} while the machine {was} during {busier} "
                              f"({what}): not told apart from the machine")
             r.reasoning = "cannot tell a change from the machine: " + "; ".join(r.reasons)
-            r.reason = f"{busier} ran on a busier machine"
+            r.reason = f"{busier} may have run on a busier machine" if maybe else f"{busier} ran on a busier machine"
 
 
 def _a_first(a: SideData, b: SideData) -> dict[tuple[int, int], bool] | None:

@@ -98,15 +98,21 @@ def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], test
         return None
     ratio = math.exp(centre)
     explained, by = _explained(centre, machine)
+    may = None if explained else _machine_may(centre, machine)
     beyond = abs(centre) >= math.log1p(threshold)
     verdict = ("slower" if centre > 0 else "faster") if beyond else "no change"
+    why = _why(ratio, lo, hi, sharing, n, verdict, explained, by, threshold, machine, level_half)
+    if may and verdict != "no change":
+        why = (f"{why.split(';')[0]}; the probes name no busier run, but the machine may explain it ({may}): "
+               "machine or engine, not told apart — not a finding; a query beyond the threshold only with this "
+               "shift counted in is unstable")
     return CommonShift(
         ratio=ratio, ci=(float(math.exp(lo)), float(math.exp(hi))), ci_queries=ci_queries, level_half=level_half,
         queries_sharing=sharing, queries=n,
         scatter_sd=scatter, within_sd=within, explained_by_machine=explained, explained_by=by, verdict=verdict,
         # a global finding that counts like a slower query: beyond the threshold and not the machine's
-        finding=verdict if verdict != "no change" and not explained else None,
-        why=_why(ratio, lo, hi, sharing, n, verdict, explained, by, threshold, machine, level_half))
+        finding=verdict if verdict != "no change" and not explained and not may else None,
+        why=why, machine_may=may)
 
 
 def _explained(centre: float, machine: dict[str, Any] | None) -> tuple[bool, str | None]:
@@ -120,6 +126,15 @@ def _explained(centre: float, machine: dict[str, Any] | None) -> tuple[bool, str
     if machine.get("calibration_material") and cal and (cal > 1) == (centre > 0):
         return True, "calibration query"
     return False, None
+
+
+def _machine_may(centre: float, machine: dict[str, Any] | None) -> str | None:
+    """Separate runs whose probes name no busier run while the reference task moved the
+    shift's way, not significantly (``maybe_busier``, stats/machine.py): the machine may
+    explain the shift. What was seen, or None."""
+    if not machine or machine.get("maybe_busier") != ("B" if centre > 0 else "A"):
+        return None
+    return str(machine.get("maybe_why") or "reference task")
 
 
 def _why(ratio: float, lo: float, hi: float, sharing: int, n: int, verdict: str, explained: bool,
@@ -171,6 +186,14 @@ def apply_shift(rows: list[QueryComparison], against: list[QueryComparison], tes
             r.reasoning = (f"against the machine's common shift ({pct(shift.ratio)}): {pct(s.ratio or 1.0)} "
                      f"[{pct(lo)}, {pct(hi)}], {s.reasoning}")
             r.flags = list(s.flags)
+        elif separate and r.verdict in FLAGGED and shift.machine_may and s.verdict != r.verdict:
+            # a shift the machine may explain makes no query's finding either
+            r.vs_one = Evidence(r.verdict, ci=r.ci, p_adjusted=r.p_adjusted, reasoning=r.reasoning)
+            r.verdict = UNSTABLE
+            r.reasons = [f"{pct(r.ratio or 1.0)} against 1 but {pct(s.ratio or 1.0)} against the common shift "
+                         f"({pct(shift.ratio)}), which the machine may explain ({shift.machine_may})"]
+            r.reasoning = "cannot tell a change from the runs' common shift: " + r.reasons[0]
+            r.reason = f"beyond ±{threshold:.0%} only with a shift the machine may explain"
         elif separate and r.verdict in FLAGGED and shift.verdict == NO_CHANGE and s.verdict != r.verdict:
             # a shift within the threshold is no finding, so it must not make one: a query
             # beyond the threshold only with the shift counted in is the shift's doing,

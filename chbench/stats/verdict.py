@@ -212,13 +212,16 @@ class CommonShift:
     # levels (``level_half``, log) where there are sessions
     ci_queries: tuple[float, float] = (math.nan, math.nan)
     level_half: float = 0.0
+    # separate runs: the machine may explain it (the reference task moved its way, not
+    # significantly) — neither taken out nor the engine's finding; what was seen, or None
+    machine_may: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"ratio": self.ratio, "ci": _pair(self.ci), "ci_queries": _pair(self.ci_queries),
                 "level_half": self.level_half, "queries_sharing": self.queries_sharing,
                 "queries": self.queries, "scatter_sd": self.scatter_sd, "within_sd": self.within_sd,
                 "explained_by_machine": self.explained_by_machine, "explained_by": self.explained_by,
-                "verdict": self.verdict, "finding": self.finding, "why": self.why}
+                "machine_may": self.machine_may, "verdict": self.verdict, "finding": self.finding, "why": self.why}
 
 
 @dataclass
