@@ -110,6 +110,7 @@ def test_a_run_whose_reference_moved_not_significantly_may_have_been_busier():
     m = reference_moved(1.204, (0.975, 1.513))
     assert m["busier"] is None and m["maybe_busier"] == "B" and "not significant" in m["maybe_why"]
     assert m["explains_up_to"] > 1.5
+    assert describe(m) == "machine perhaps busier during B: " + m["maybe_why"]
     assert "maybe_busier" not in reference_moved(1.02, (0.95, 1.09))
     assert "maybe_busier" not in reference_moved(1.20, (1.10, 1.31))  # material: busier, as before
     rng = np.random.default_rng(21)

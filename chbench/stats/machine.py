@@ -134,6 +134,8 @@ def explains_up_to(a: dict[str, Any], b: dict[str, Any], reference: dict[str, An
 
 def describe(diff: dict[str, Any]) -> str:
     """One line for reports: "machine busier during B: …" or "machine state alike"."""
+    if not diff["material"] and diff.get("maybe_busier"):
+        return f"machine perhaps busier during {diff['maybe_busier']}: {diff.get('maybe_why')}"
     if not diff["material"]:
         return "machine state alike in both runs (probes)"
     who = f"machine busier during {diff['busier']}" if diff["busier"] else "machine state differs (mixed)"
