@@ -256,10 +256,8 @@ def compare_queries(
         apply_shift(rows, against, tested, shift, opts.threshold, separate=machine is not None)
     elif widen:
         rows, boots, tested = _judge(names, side_a, side_b, opts, np.random.default_rng(SEED), widen)
-    if machine and machine.get("busier") in ("A", "B"):
+    if machine and (machine.get("busier") or machine.get("maybe_busier")) in ("A", "B"):
         _busier_machine(rows, tested, machine)
-    elif machine and machine.get("maybe_busier") in ("A", "B"):  # the reference moved, not significantly
-        _busier_machine(rows, tested, machine, maybe=True)
     if unpaired is not None:
         for row, u in zip(rows, unpaired, strict=True):
             if row.paired is not None:
@@ -566,8 +564,7 @@ def _verdicts(rows: list[QueryComparison], tested: list[int], opts: Options, wid
             row.flags.append("machine itself changed between the runs: verdict qualified")
 
 
-def _busier_machine(rows: list[QueryComparison], tested: list[int], machine: dict[str, Any],
-                    maybe: bool = False) -> None:
+def _busier_machine(rows: list[QueryComparison], tested: list[int], machine: dict[str, Any]) -> None:
     """Separate runs where the probes show one run's machine busier: a query that got
     slower in the busier run cannot be told from the machine, with or without a common
     shift taken out — a neighbour slows queries unevenly (measured: +1% to +41% on the
@@ -576,8 +573,9 @@ def _busier_machine(rows: list[QueryComparison], tested: list[int], machine: dic
     analysis kept it already); a change the other way still stands (the machine worked
     against it), and so does one whose whole interval lies beyond what the machine can
     explain (``explains_up_to``, stats/machine.py: a 3× slowdown is not a neighbour's).
-    ``maybe``: the probes named no busier run, but the reference task moved that way, not
-    significantly (``maybe_busier``): the same rule, said as what it is."""
+    Where the probes named no busier run but the reference task moved one way, not
+    significantly (``maybe_busier``), the same rule, said as what it is."""
+    maybe = not machine.get("busier")
     busier = machine["maybe_busier" if maybe else "busier"]
     what = (machine.get("maybe_why") if maybe else ", ".join(machine.get("differences") or [])) or "probes"
     was = "may have been busier" if maybe else "was busier"

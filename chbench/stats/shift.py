@@ -101,18 +101,14 @@ def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], test
     may = None if explained else _machine_may(centre, machine)
     beyond = abs(centre) >= math.log1p(threshold)
     verdict = ("slower" if centre > 0 else "faster") if beyond else "no change"
-    why = _why(ratio, lo, hi, sharing, n, verdict, explained, by, threshold, machine, level_half)
-    if may and verdict != "no change":
-        why = (f"{why.split(';')[0]}; the probes name no busier run, but the machine may explain it ({may}): "
-               "machine or engine, not told apart — not a finding; a query beyond the threshold only with this "
-               "shift counted in is unstable")
     return CommonShift(
         ratio=ratio, ci=(float(math.exp(lo)), float(math.exp(hi))), ci_queries=ci_queries, level_half=level_half,
         queries_sharing=sharing, queries=n,
         scatter_sd=scatter, within_sd=within, explained_by_machine=explained, explained_by=by, verdict=verdict,
         # a global finding that counts like a slower query: beyond the threshold and not the machine's
         finding=verdict if verdict != "no change" and not explained and not may else None,
-        why=why, machine_may=may)
+        why=_why(ratio, lo, hi, sharing, n, verdict, explained, by, threshold, machine, level_half, may),
+        machine_may=may)
 
 
 def _explained(centre: float, machine: dict[str, Any] | None) -> tuple[bool, str | None]:
@@ -138,7 +134,8 @@ def _machine_may(centre: float, machine: dict[str, Any] | None) -> str | None:
 
 
 def _why(ratio: float, lo: float, hi: float, sharing: int, n: int, verdict: str, explained: bool,
-         by: str | None, threshold: float, machine: dict[str, Any] | None, level_half: float = 0.0) -> str:
+         by: str | None, threshold: float, machine: dict[str, Any] | None, level_half: float = 0.0,
+         may: str | None = None) -> str:
     head = (f"{sharing} of {n} queries moved together: {pct(ratio)} "
             f"[{pct(math.exp(lo))}, {pct(math.exp(hi))}]")
     if level_half:
@@ -155,6 +152,10 @@ def _why(ratio: float, lo: float, hi: float, sharing: int, n: int, verdict: str,
             return (f"{head}; within ±{threshold:.0%}, though its 95% interval reaches {edge:+.1%} (a shift that "
                     "size not ruled out): not a finding")
         return f"{head}; within ±{threshold:.0%}: not a finding"
+    if may:
+        return (f"{head}; the probes name no busier run, but the machine may explain it ({may}): machine or "
+                "engine, not told apart — not a finding; a query beyond the threshold only with this shift counted "
+                "in is unstable")
     if machine is None:  # side by side: both sides shared the machine
         return f"{head}, on a machine both sides shared → a global change of the engine or its configuration: {verdict}"
     if not machine.get("probes"):
