@@ -205,3 +205,16 @@ def test_side_by_side_file_and_compare_html(tmp_path):
     r = run_cli("compare", str(sbs), "--format", "html", "--output", str(tmp_path / "c.html"), "--fail-on", "never")
     assert r.code == 0, r.stderr
     assert (tmp_path / "c.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_many_charts_are_drawn_on_every_core_as_they_would_be_one_by_one():
+    """From PARALLEL_FROM charts on, the HTML exporter draws them in worker processes:
+    each chart's SVG is exactly the one drawn in this process."""
+    from chbench.export.html import PARALLEL_FROM, draw_all
+    from chbench.report.charts import chart
+
+    charts = [chart(f"c{i}", "distribution", [("A", [1.0 + i, 2.0, 3.0]), ("B", [2.0, 3.0 + i])])
+              for i in range(PARALLEL_FROM)]
+    drawn = draw_all(charts)
+    assert drawn == {id(c): c.draw() for c in charts}
+    assert draw_all(charts[:2]) == {}  # too few: each is drawn where it is shown

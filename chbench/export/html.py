@@ -10,13 +10,18 @@ rounded for reading. Tables with class ``sortable`` sort on a header click (by
 from __future__ import annotations
 
 import html
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from importlib import resources
 
 from chbench import __version__
 from chbench.export import numbers
 from chbench.export.markup import Markup
 from chbench.export.numbers import missing
-from chbench.export.sections import Cell, Charts, Column, Details, Report, Section, Table, Text
+from chbench.export.sections import Block, Cell, Chart, Charts, Column, Details, Report, Section, Table, Text
 from chbench.results.environment import now_iso
 
 
@@ -32,11 +37,27 @@ def _style_class(style: str) -> str:
     return f"v-{style.replace(' ', '-')}" if style else ""
 
 
+# Charts are drawn on every core from this many on. One chart costs 0.1-0.2 s (most of it
+# matplotlib's axes and tick labels, whatever the data): the 61 of a report of two 10-query
+# runs took 6.2 s here, 3.7 s on both cores (median of 5 side by side, 0.56-0.77 of the
+# time per round; bench/report_time.py). Fewer are drawn in this process: the workers cost
+# ~1 s to start (matplotlib imported once more).
+PARALLEL_FROM = 16
+
+
 class HtmlExporter(Markup):
     name = "html"
 
     def __init__(self) -> None:
         self._tables = 0
+        self._svg: dict[int, str] = {}  # drawn ahead, by id of the chart
+
+    def render(self, report: Report) -> str:
+        self._svg = draw_all([c for s in report.sections for c in _charts(s.blocks)])
+        try:
+            return super().render(report)
+        finally:
+            self._svg = {}
 
     def document_start(self, report: Report) -> str:
         nav = "".join(f'<a href="#s{i}">{esc(s.title)}</a>' for i, s in enumerate(report.sections))
@@ -104,7 +125,7 @@ class HtmlExporter(Markup):
         return f'<td{cls} data-sort="{_value(values[0])}">{joined}</td>'
 
     def charts(self, c: Charts) -> str:
-        return '<div class="charts">' + "".join(chart.draw() for chart in c.charts) + "</div>"
+        return '<div class="charts">' + "".join(self._svg.get(id(ch)) or ch.draw() for ch in c.charts) + "</div>"
 
     def details(self, d: Details) -> str:
         summary = esc(d.summary)
@@ -112,6 +133,39 @@ class HtmlExporter(Markup):
             head, _, word = d.summary.rpartition(" — ")
             summary = f'{esc(head)} — <span class="{_style_class(d.style)}">{esc(word)}</span>'
         return f"<details open><summary>{summary}</summary>{''.join(self.block(b) for b in d.blocks)}</details>"
+
+
+def _charts(blocks: list[Block]) -> Iterator[Chart]:
+    for b in blocks:
+        if isinstance(b, Charts):
+            yield from b.charts
+        elif isinstance(b, Details):
+            yield from _charts(b.blocks)
+
+
+def draw_all(charts: list[Chart]) -> dict[int, str]:
+    """The SVG of each chart (by its id), drawn by a process per core; nothing when
+    there are too few charts or cores to gain (each is then drawn where it is shown).
+    The workers fork from a server that imported matplotlib once (not from this process,
+    which may hold threads: a forked lock stays locked)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if len(charts) < PARALLEL_FROM or cores < 2:
+        return {}
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    ctx = multiprocessing.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(["chbench.report.plots"])
+    with ProcessPoolExecutor(min(cores, len(charts) // 8), mp_context=ctx, initializer=_ignore_ctrl_c) as pool:
+        svgs = pool.map(_call, [c.draw for c in charts], chunksize=4)
+        return {id(c): svg for c, svg in zip(charts, svgs, strict=True)}
+
+
+def _call(draw: Callable[[], str]) -> str:
+    return draw()
+
+
+def _ignore_ctrl_c() -> None:  # a worker: Ctrl-C is the command's to handle (one line, no traceback per worker)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _value(v: object) -> str:

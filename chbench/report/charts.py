@@ -5,20 +5,22 @@ from __future__ import annotations
 
 import importlib
 import zlib
+from functools import partial
 from typing import Any
 
 from chbench.export.sections import Chart
 
 
 def chart(name: str, plot: str, *args: Any) -> Chart:
-    """The chart ``name`` drawn by ``plots.<plot>(name, *args)``."""
+    """The chart ``name`` drawn by ``plots.<plot>(name, *args)`` (a function and plain
+    data: it can be drawn in another process)."""
+    return Chart(name, partial(_draw, name, plot, args))
 
-    def draw() -> str:
-        plots = importlib.import_module("chbench.report.plots")
-        svg: str = getattr(plots, plot)(name, *args)
-        return svg
 
-    return Chart(name, draw)
+def _draw(name: str, plot: str, args: tuple[Any, ...]) -> str:
+    plots = importlib.import_module("chbench.report.plots")
+    svg: str = getattr(plots, plot)(name, *args)
+    return svg
 
 
 def key(text: str) -> str:

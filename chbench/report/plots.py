@@ -53,7 +53,7 @@ def distribution(name: str, sides: list[tuple[str, list[float]]], unit: str = "m
     fig, ax = plt.subplots(figsize=(4.2, 0.5 + 0.55 * max(1, len(sides))))
     rng = np.random.default_rng(0)
     for i, (_label, values) in enumerate(sides):
-        ax.boxplot([values], positions=[i], vert=False, widths=0.5, showfliers=False,
+        ax.boxplot([values], positions=[i], orientation="horizontal", widths=0.5, showfliers=False,
                    medianprops={"color": "black"}, boxprops={"color": "#555"}, whiskerprops={"color": "#555"})
         y = i + rng.uniform(-0.18, 0.18, len(values))
         ax.scatter(values, y, s=6, alpha=0.55, color=SIDE_COLORS[i % len(SIDE_COLORS)],

@@ -422,7 +422,7 @@ def _test_paired(row: QueryComparison, pairs: Pairs, opts: Options, rng: np.rand
     """Side by side: the typical per-round ratio, its interval and the signed-rank test
     (stats/paired.py); returns bootstrap replicates of the typical log ratio."""
     thr = opts.threshold
-    res = analyse(pairs)
+    res = analyse(pairs, thr)
     row.paired = res
     row.ratio = math.exp(res.log_ratio)
     row.ci = (math.exp(res.log_lo), math.exp(res.log_hi))

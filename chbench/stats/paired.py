@@ -157,7 +157,7 @@ class PairedResult:
     order_p: float | None
     unpaired_a: int
     unpaired_b: int
-    drift: tuple[float, float]  # (change of the log ratio from first to last round, p)
+    drift: tuple[float, float]  # (change of the ratio from first to last round, p; 1.0 within the threshold)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -189,8 +189,9 @@ def order_adjusted(p: Pairs) -> tuple[np.ndarray, float | None, float | None]:
     return np.where(p.a_first, p.d - effect, p.d + effect), effect, order_p
 
 
-def analyse(p: Pairs) -> PairedResult:
-    """The typical ratio, its interval and the signed-rank test of one query's pairs."""
+def analyse(p: Pairs, threshold: float = 0.0) -> PairedResult:
+    """The typical ratio, its interval and the signed-rank test of one query's pairs;
+    their trend's p only for a change beyond ``threshold`` (``summary.drift``)."""
     from scipy import stats as sps
 
     from chbench.stats.summary import drift
@@ -202,7 +203,7 @@ def analyse(p: Pairs) -> PairedResult:
     med = float(np.median(d))
     spread = 1.4826 * float(np.median(np.abs(d - med)))
     # the ratio series' own trend: a change that grows over the run is not one number
-    change, dp = drift(list(np.exp(d))) if len(d) >= 8 else (0.0, 1.0)
+    change, dp = drift(list(np.exp(d)), threshold) if len(d) >= 8 else (0.0, 1.0)
     return PairedResult(len(d), centre, lo, hi, pv if math.isfinite(pv) else 1.0, spread, effect, order_p,
                         p.unpaired_a, p.unpaired_b, (change, dp))
 
