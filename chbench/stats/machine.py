@@ -38,7 +38,9 @@ REFERENCE_MIN = 5  # timings per run, at least, to compare two runs' reference t
 # to +41% and the rest by ~2%: the worst exceeded 1/(1 - share) (= +25%) since a query's
 # threads wait for the one the neighbour delays. So a share s of other processes' CPU
 # explains up to 1/(1 - 3s), never less than +50%; a slower reference task or clock, its
-# own change to the 4th power. Beyond that, ``slower`` on the busier machine stands.
+# own change to the 4th power (in 71 A/A pairs whose reference task called B busier by +7%
+# to +65%, a query interval's low end reached its change to the power 2.8 at most, of 710;
+# docs/statistics.md). Beyond that, ``slower`` on the busier machine stands.
 EXPLAINS_FLOOR = 1.5
 SHARE_FACTOR = 3.0
 
