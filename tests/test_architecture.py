@@ -4,6 +4,7 @@ only, nothing outside targets/ knows a target by its kind, functions stay short.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -14,8 +15,10 @@ SQL_TEMPLATES = {("clickbench/synthetic.py", "select_sql")}  # one generated col
 MAX_LINES = 80
 
 
-def _modules() -> list[tuple[str, ast.Module]]:
-    return [(str(p.relative_to(PACKAGE)), ast.parse(p.read_text(encoding="utf-8"))) for p in PACKAGE.rglob("*.py")]
+@functools.cache  # parsed once for every test (each parse of the package took 1-2 s)
+def _modules() -> tuple[tuple[str, ast.Module], ...]:
+    return tuple((str(p.relative_to(PACKAGE)), ast.parse(p.read_text(encoding="utf-8")))
+                 for p in PACKAGE.rglob("*.py"))
 
 
 def _imported(tree: ast.Module) -> set[str]:

@@ -15,6 +15,7 @@ import os
 import signal
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from importlib import resources
 
 from chbench import __version__
@@ -155,9 +156,12 @@ def draw_all(charts: list[Chart]) -> dict[int, str]:
     ctx = multiprocessing.get_context(method)
     if method == "forkserver":
         ctx.set_forkserver_preload(["chbench.report.plots"])
-    with ProcessPoolExecutor(min(cores, len(charts) // 8), mp_context=ctx, initializer=_ignore_ctrl_c) as pool:
-        svgs = pool.map(_call, [c.draw for c in charts], chunksize=4)
-        return {id(c): svg for c, svg in zip(charts, svgs, strict=True)}
+    try:
+        with ProcessPoolExecutor(min(cores, len(charts) // 8), mp_context=ctx, initializer=_ignore_ctrl_c) as pool:
+            svgs = pool.map(_call, [c.draw for c in charts], chunksize=4)
+            return {id(c): svg for c, svg in zip(charts, svgs, strict=True)}
+    except (OSError, BrokenProcessPool):  # no processes here (no /dev/shm for their locks, a limit): one by one
+        return {}
 
 
 def _call(draw: Callable[[], str]) -> str:
