@@ -167,6 +167,9 @@ def test_html_is_self_contained(files, tmp_path):
     html = html_path.read_text()
     assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing fetched from the network
     assert "<script src" not in html and "<link " not in html and "@import" not in html
+    assert [p.name for p in tmp_path.iterdir()] == ["x.html"]  # written whole and renamed: no temporary left
+    r = run_cli("report", str(files["before"]), "--markdown", "/dev/stdout")  # not a regular file: written to
+    assert r.code == 0 and r.stdout.startswith("# chbench report: before.json"), r.stderr
 
 
 @pytest.mark.parametrize("case,needle", [
