@@ -220,9 +220,13 @@ def test_many_charts_are_drawn_on_every_core_as_they_would_be_one_by_one(monkeyp
 
     charts = [chart(f"c{i}", "distribution", [("A", [1.0 + i, 2.0, 3.0]), ("B", [2.0, 3.0 + i])])
               for i in range(html.PARALLEL_FROM)]
+    monkeypatch.setattr(html, "_cores", lambda: 2)  # a one-core runner draws in two processes all the same
     drawn = html.draw_all(charts)
     assert drawn == {id(c): c.draw() for c in charts}
     assert html.draw_all(charts[:2]) == {}  # too few: each is drawn where it is shown
+    with monkeypatch.context() as m:
+        m.setattr(html, "_cores", lambda: 1)
+        assert html.draw_all(charts) == {}  # one core: nothing to gain
 
     def no_processes(*args, **kwargs):
         raise OSError(38, "Function not implemented")  # a container without /dev/shm

@@ -149,7 +149,7 @@ def draw_all(charts: list[Chart]) -> dict[int, str]:
     there are too few charts or cores to gain (each is then drawn where it is shown).
     The workers fork from a server that imported matplotlib once (not from this process,
     which may hold threads: a forked lock stays locked)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = _cores()
     if len(charts) < PARALLEL_FROM or cores < 2:
         return {}
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
@@ -162,6 +162,11 @@ def draw_all(charts: list[Chart]) -> dict[int, str]:
             return {id(c): svg for c, svg in zip(charts, svgs, strict=True)}
     except (OSError, BrokenProcessPool):  # no processes here (no /dev/shm for their locks, a limit): one by one
         return {}
+
+
+def _cores() -> int:
+    """The cores this process may run on (its affinity, where the system says)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def _call(draw: Callable[[], str]) -> str:
