@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from chbench.commands.args import add_format, add_statistics, add_verbose, compare_options
 from chbench.errors import EXIT_FINDING, EXIT_OK
+from chbench.results.store import write_report
 
 NAME = "compare"
 HELP = "compare two results files (or the two sides of one)"
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     section.title = f"chbench compare: {cmp.doc.a_label} → {cmp.doc.b_label}"
     text = exporter.render(Report("", [section], args.files, data=cmp.doc.to_json()))
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        write_report(args.output, text)
     else:
         sys.stdout.write(text)
     summary = cmp.doc.summary
@@ -106,7 +106,7 @@ def _nway(args: argparse.Namespace, exporter: Any) -> int:
                                       f"alpha {nway.alpha:g} / {len(nway.pairs)}"))
     text = exporter.render(Report(f"chbench compare: {args.files[0]}", sections, args.files, data=nway.to_json()))
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        write_report(args.output, text)
     else:
         sys.stdout.write(text)
     if args.fail_on == "never":

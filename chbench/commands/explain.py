@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from chbench.commands.args import add_format, add_statistics, compare_options
 from chbench.errors import EXIT_FINDING, EXIT_OK, UsageError
+from chbench.results.store import write_report
 
 NAME = "explain"
 HELP = "why each slower or faster query changed (server counters and operator times)"
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     section.title = f"chbench explain: {cmp.doc.a_label} → {cmp.doc.b_label}"
     text = get_exporter(args.format).render(Report("", [section], args.files, data=data))
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        write_report(args.output, text)
     else:
         sys.stdout.write(text)
     return EXIT_FINDING if cmp.doc.summary.verdicts.get("slower", 0) else EXIT_OK

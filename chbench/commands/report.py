@@ -32,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from chbench.export import get_exporter
     from chbench.report.build import build_report
-    from chbench.results.store import write_text_atomic
+    from chbench.results.store import write_report
 
     if not args.html and not args.markdown:
         raise UsageError("say where the report goes: --html FILE and/or --markdown FILE")
@@ -43,10 +43,7 @@ def run(args: argparse.Namespace) -> int:
     for path, fmt in ((args.html, "html"), (args.markdown, "markdown")):
         if path:
             text = get_exporter(fmt).render(report)
-            if Path(path).exists() and not Path(path).is_file():  # /dev/stdout, a pipe: written as it comes
-                Path(path).write_text(text, encoding="utf-8")
-            else:
-                write_text_atomic(path, text)  # a Ctrl-C never leaves half a page
+            write_report(path, text)
             size = f" ({len(text.encode()) / 1e6:.2f} MB)" if fmt == "html" else ""
             sys.stderr.write(f"chbench: report written to {path}{size}\n")
     return EXIT_OK

@@ -36,6 +36,17 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     write_file_atomic(path, lambda f: f.write(text))
 
 
+def write_report(path: str | Path, text: str) -> None:
+    """A report the user asked for (``--html``, ``--output``): written whole and renamed
+    into place like a results file, so a Ctrl-C never leaves half a page; a path that is
+    not a regular file (``/dev/stdout``, a pipe) is written to as it is."""
+    p = Path(path)
+    if p.exists() and not p.is_file():
+        p.write_text(text, encoding="utf-8")
+    else:
+        write_text_atomic(p, text)
+
+
 def write_file_atomic(path: str | Path, write: Callable[[IO[str]], object]) -> None:
     p = Path(path)
     if p.exists() and not p.is_file():

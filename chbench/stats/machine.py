@@ -101,8 +101,7 @@ def difference(a: dict[str, Any], b: dict[str, Any], reference: dict[str, Any] |
     if phrases and None not in load:
         phrases.append(f"load {load[0]:.1f} vs {load[1]:.1f}")
     out: dict[str, Any] = {"busier": busier, "material": bool(votes), "differences": phrases}
-    if busier is None and not votes and reference is not None and not reference["material"] \
-            and abs(math.log(reference["ratio"])) >= math.log1p(REFERENCE_MATERIAL):
+    if not votes and reference is not None and abs(math.log(reference["ratio"])) >= math.log1p(REFERENCE_MATERIAL):
         # nothing material, but the reference task moved 3% or more one way, its interval
         # still reaching 1: that run *may* have been busier (a short run has 6 timings a
         # side; this VM's level moved by up to ±30% between runs seconds apart, and A/A

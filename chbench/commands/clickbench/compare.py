@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from chbench.commands.args import add_format
 from chbench.errors import EXIT_OK
+from chbench.results.store import write_report
 
 NAME = "compare"
 HELP = "compare ClickBench results files and compute the scores"
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     doc = score([open_clickbench_entry(f) for f in args.files])
     text = exporter.render(Report("", [scores_section(doc, charts=args.format == "html")], args.files, data=doc))
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        write_report(args.output, text)
     else:
         sys.stdout.write(text)
     return EXIT_OK
