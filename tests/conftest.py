@@ -3,12 +3,15 @@ server, and the embedded chDB engine (used in-process and through the CLI)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,8 +53,25 @@ class Result:
         return json.loads(self.stdout)
 
 
+# Commands that only read results files and write reports or a history store run in this
+# process: a fresh interpreter and its imports (scipy.stats: 0.9-2 s, which compare,
+# report and history check need) cost more than the command. Measured 2026-12-04: 119
+# such calls took 190 s of the suite's 1,235 s (1.6 s each). Every other command — one
+# that runs queries, starts engines, handles signals or writes to /dev/stdout — gets a
+# fresh process, as a user would start it.
+IN_PROCESS = {("compare",), ("report",), ("explain",), ("history",), ("clickbench", "compare")}
+
+
+def _in_process(args: tuple[str, ...]) -> bool:
+    return (args[:1] in IN_PROCESS or args[:2] in IN_PROCESS) and not any(a.startswith("/dev/") for a in args)
+
+
 def run_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = None, timeout: float = 240) -> Result:
-    """Run the real command line in a fresh process, as a user would."""
+    """Run the real command line as a user would: in a fresh process (in this one for
+    the file-only commands of ``IN_PROCESS``: the same ``main``, its exit code, stdout and
+    stderr, a traceback printed as the interpreter would)."""
+    if _in_process(args):
+        return _run_here(args, stdin, env)
     full_env = dict(os.environ)
     full_env.pop("CLICKHOUSE_PASSWORD", None)
     full_env.update(env or {})
@@ -65,6 +85,32 @@ def run_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = N
         cwd=REPO,
     )
     return Result(p.returncode, p.stdout, p.stderr)
+
+
+def _run_here(args: tuple[str, ...], stdin: str | None, env: dict[str, str] | None) -> Result:
+    from chbench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd, saved_stdin = dict(os.environ), os.getcwd(), sys.stdin
+    os.environ.pop("CLICKHOUSE_PASSWORD", None)
+    os.environ.update(env or {})
+    sys.stdin = io.StringIO(stdin or "")
+    try:
+        os.chdir(REPO)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as e:  # argparse: a usage error, --help
+                code = e.code if isinstance(e.code, int) else int(e.code is not None)
+            except Exception:  # noqa: BLE001 - what an uncaught error prints, and its exit code
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        sys.stdin = saved_stdin
+    return Result(code, out.getvalue(), err.getvalue())
 
 
 def _sigint_default() -> None:

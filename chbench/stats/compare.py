@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from chbench.stats.paired import Pairs, analyse, bootstrap, pair_up
+from chbench.stats.paired import Pairs, analyse, bootstrap, pair_up, resampled_medians
 from chbench.stats.stopping import equivalence_interval, equivalent
 from chbench.stats.summary import instability_reasons, median_ci, percentiles, rel_mad, relative_ci_halfwidth
 from chbench.stats.verdict import (
@@ -169,10 +169,8 @@ def benjamini_hochberg(pvalues: list[float]) -> list[float]:
 
 
 def bootstrap_log_ratios(a: list[float], b: list[float], rng: np.random.Generator) -> np.ndarray:
-    xa = np.asarray(a, dtype=float)
-    xb = np.asarray(b, dtype=float)
-    ma = np.median(xa[rng.integers(0, len(xa), (BOOTSTRAP, len(xa)))], axis=1)
-    mb = np.median(xb[rng.integers(0, len(xb), (BOOTSTRAP, len(xb)))], axis=1)
+    ma = resampled_medians(a, rng, BOOTSTRAP)
+    mb = resampled_medians(b, rng, BOOTSTRAP)
     out: np.ndarray = np.log(mb) - np.log(ma)
     return out
 
