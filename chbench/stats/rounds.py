@@ -69,7 +69,7 @@ def round_factors(times: dict[str, list[tuple[tuple[int, int], float]]],
         for k, t in rows:
             others = [d for name, d in by_round.get(k, {}).items() if name != q]
             # statistics.median: np.median's number (the same two middle values halved)
-            # at a twentieth of its cost on a round's handful of queries
+            # at a twenty-fifth of its cost on a round's handful of queries (1.2 against 29 µs, 9 values)
             f = statistics.median(others) if len(others) >= MIN_QUERIES - 1 else 0.0
             adjusted.append(t / math.exp(f) if t > 0 else t)
         out[q] = adjusted
