@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chbench.commands.args import (
@@ -151,13 +150,14 @@ def _report(args: argparse.Namespace, out: str, trend: dict[str, Any]) -> int:
     from chbench.export.sections import Report
     from chbench.report.trend import trend_section
     from chbench.results import RunDocument, open_as
+    from chbench.results.store import write_report
 
     doc = open_as(out, RunDocument, "a chbench run file")
     if not args.quiet:
         sys.stdout.write(get_exporter("console").render(Report("", [trend_section(doc, out, charts=False)], [out])))
     if args.html:
         html = get_exporter("html").render(Report("", [trend_section(doc, out, charts=True)], [out], data=trend))
-        Path(args.html).write_text(html, encoding="utf-8")
+        write_report(args.html, html)
     bad = [s for s in trend["steps"] if s["kind"] == "answer" or (s["kind"] == "speed" and s["verdict"] == "slower")]
     where = f"results in {out}" + (f", report in {args.html}" if args.html else "")
     steps = trend["steps"]

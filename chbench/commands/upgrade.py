@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chbench.commands.args import (
@@ -109,6 +108,7 @@ def _verdict(args: argparse.Namespace, out: str, outcome: RunOutcome) -> int:
     from chbench.export import get_exporter
     from chbench.export.sections import Report
     from chbench.report.comparison import comparison_section
+    from chbench.results.store import write_report
 
     if not outcome.outcome.finished:  # interrupted, an engine lost: the file keeps it
         sys.stderr.write(f"chbench: error: {outcome.message} — results so far are in {out}\n")
@@ -121,8 +121,7 @@ def _verdict(args: argparse.Namespace, out: str, outcome: RunOutcome) -> int:
     if args.html:
         html = comparison_section(cmp, charts=True)
         html.title = section.title
-        Path(args.html).write_text(get_exporter("html").render(Report("", [html], [out], data=cmp.doc.to_json())),
-                                   encoding="utf-8")
+        write_report(args.html, get_exporter("html").render(Report("", [html], [out], data=cmp.doc.to_json())))
     verdicts = cmp.doc.summary.verdicts
     bad = {k: verdicts.get(k, 0) for k in ("answer changed", "fails on B only", "slower") if verdicts.get(k)}
     shift = cmp.doc.summary.shift

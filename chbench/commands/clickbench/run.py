@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         open_as,
         write_atomic,
     )
+    from chbench.results.store import write_report
     from chbench.ui import say as ui_say
 
     out = args.out or f"clickbench-{time.strftime('%Y%m%d-%H%M%S')}.json"
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         target.close()
     if args.results and doc.clickbench is not None:
         write_atomic(args.results, doc.clickbench.to_json())
-    Path(report_path).write_text(get_exporter("markdown").render(Report("", [run_section(doc)])), encoding="utf-8")
+    write_report(report_path, get_exporter("markdown").render(Report("", [run_section(doc)])))
     for message in verdict.messages:
         sys.stderr.write(f"chbench: {message}\n")
     written = [out, report_path] + ([args.results] if args.results else [])
