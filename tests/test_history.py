@@ -260,6 +260,9 @@ def test_history_cli_gate_contract_and_exports(tmp_path: Path) -> None:
     page = html.read_text()
     assert r.code == 0 and "<svg" in page and "branch=main" in page  # each run's labels on hover
     assert "compare says slower" in page  # the change's two runs compared from their files
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".h.html")] == []  # renamed into place
+    r = run_cli("history", "report", "--store", store, "--html", "/dev/stdout")  # written to, as every report
+    assert r.code == 0 and r.stdout.lstrip().startswith("<!DOCTYPE html>"), r.stderr
 
 
 def test_an_edited_query_is_shown_and_drawn_as_its_own_series() -> None:

@@ -188,9 +188,9 @@ def _check(args: argparse.Namespace, store: Store) -> int:
 
 def _write_html(path: str, runs: list[Any], result: Any) -> None:
     from chbench.report.history import history_html
-    from chbench.results.store import write_text_atomic
+    from chbench.results.store import write_report
 
-    write_text_atomic(path, history_html(runs, result))
+    write_report(path, history_html(runs, result))
     sys.stderr.write(f"chbench: report written to {path}\n")
 
 
