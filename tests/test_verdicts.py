@@ -361,6 +361,35 @@ def test_separate_runs_a_shift_within_the_threshold_makes_no_query_a_finding():
     assert side_by_side.queries[3].verdict == "faster"
 
 
+def test_separate_runs_with_nothing_known_of_the_machine_make_no_engine_finding_of_a_shift():
+    """Two separate runs whose files hold neither probes nor calibration queries (one run
+    with --no-probes), every query -15%: the machine's level may have moved that much
+    (this VM's did, in an A/A pair nine minutes apart), so the shift is machine or
+    engine, not told apart — no finding, and no query `faster` only with it counted
+    in. It was "on a machine both sides shared → a global change of the engine", the
+    side-by-side reading, with 6 of 10 queries `faster`. A query that moved unlike the
+    rest still stands out; side by side the same files' shift stays the engine's."""
+    moved = {q: 0.85 for q in range(10)} | {3: 0.70}
+    a, b = _separate_pair(10, 0.01, seed=8, moved=moved)
+    res = compare_queries(list(a), a, b, Options(between_run=0.8, measure_between=True, separate=True))
+    shift = res.summary.shift
+    assert shift is not None and shift.finding is None and shift.verdict == "faster"
+    assert shift.machine_may == "the files do not both hold machine probes or calibration queries"
+    assert "machine or engine, not told apart" in shift.why and "both sides shared" not in shift.why
+    others = [r for i, r in enumerate(res.queries) if i != 3]
+    assert all(r.verdict == "unstable" and r.vs_one is not None and r.vs_one.verdict == "faster" for r in others)
+    assert all(r.reason == "beyond ±5% only with a shift the machine may explain" for r in others)
+    assert res.queries[3].verdict == "faster"  # -30%: -18% against the shift too
+    doc = ComparisonDoc(res, a_label="A", b_label="B", files=["a.json", "b.json"])
+    assert any(f.startswith("all queries -15.0% together, which the machine may explain (the files do not both")
+               for f in findings(doc, separate=True))
+    # a file of clickhouse-benchmark's (no between-run factor): `separate` alone says it
+    plain = compare_queries(list(a), a, b, Options(separate=True)).summary.shift
+    assert plain is not None and plain.finding is None and plain.machine_may is not None
+    side_by_side = compare_queries(list(a), a, b, Options()).summary.shift
+    assert side_by_side is not None and side_by_side.finding == "faster" and "both sides shared" in side_by_side.why
+
+
 def test_a_large_change_not_shown_after_correction_is_not_no_change():
     """Six paired rounds of ten queries: q0 is +30% in every round, a narrow interval,
     but 6 rounds cannot pass Holm over 10 queries (2/2^6 = 0.031 > 0.005). It was called

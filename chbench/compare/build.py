@@ -318,7 +318,7 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
     test_of = test_of_queries(a, b, rename)
     thresholds = thresholds_of(test_of, [*b.tests, *a.tests])
     stats = Options(threshold=opts.threshold, alpha=opts.alpha, correction=opts.correction,
-                    query_thresholds=thresholds, paired=not separate and opts.paired)
+                    query_thresholds=thresholds, paired=not separate and opts.paired, separate=separate)
     factors: dict[str, Any] = {}
     if separate and all(f.format == "chbench" for f in loaded):
         given = opts.between_run_factor

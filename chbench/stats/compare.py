@@ -141,6 +141,9 @@ class Options:
     query_thresholds: dict[str, float] = field(default_factory=dict)
     # side by side: judge each query on its per-round log ratios (stats/paired.py)
     paired: bool = False
+    # two separate runs (not one side-by-side file): a machine state or a between-run
+    # factor says so too; needed where neither is there (files without probes)
+    separate: bool = False
     # sessions with round factors taken out: the standard error (log) their machine levels
     # leave on the level every query shares, and its degrees of freedom (sessions_level)
     common_level: tuple[float, int] | None = None
@@ -235,8 +238,9 @@ def compare_queries(
             opts = replace(opts, between_run_sd=measured.sd, typical_within_sd=measured.within,
                            between_df=measured.kept - 1)
             rows, boots, tested = _judge(names, side_a, side_b, opts, np.random.default_rng(SEED), 0.0)
+    separate = opts.separate or machine is not None or opts.between_run > 0
     shift = common_shift(rows, boots, tested, opts.threshold, machine, np.random.default_rng(SEED + 2),
-                         opts.common_level)
+                         opts.common_level, separate)
     if shift is not None:
         scaled = {n: d.scaled(1.0 / shift.ratio) for n, d in side_b.items()}
         # against the shift, the level all queries share cancels: only the queries' part
@@ -251,7 +255,7 @@ def compare_queries(
             if shift.explained_by_machine and measured is None else opts
         shifted = replace(shifted, common_level=None)
         against, _, _ = _judge(names, side_a, scaled, shifted, np.random.default_rng(SEED), 0.0, half, machine_step)
-        apply_shift(rows, against, tested, shift, opts.threshold, separate=machine is not None)
+        apply_shift(rows, against, tested, shift, opts.threshold, separate=separate)
     elif widen:
         rows, boots, tested = _judge(names, side_a, side_b, opts, np.random.default_rng(SEED), widen)
     if machine and (machine.get("busier") or machine.get("maybe_busier")) in ("A", "B"):

@@ -12,7 +12,9 @@ explains the shift (its probes show the run in the shift's direction busier; for
 without probes, a material change of the calibration query in the same direction), the
 verdicts are those against the shift: the machine's drift is taken out, and a query
 that moved differently from the rest still stands out. A shift the machine does not
-explain is the engine's (or its configuration's): a global finding of its own.
+explain is the engine's (or its configuration's): a global finding of its own. Between
+separate runs whose files tell nothing of the machine (no probes, no calibration
+query), the shift is machine or engine, not told apart: no finding either way.
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ from chbench.stats.verdict import (
 
 SHARING = 0.6  # "most queries": the share that must move with the shift
 MIN_QUERIES = 4
+# separate runs, nothing known of either machine: seen (2026-12-05) on an A/A pair nine
+# minutes apart, run B with --no-probes: every query -15% together, 6 of 10 called
+# `faster` as "a global change of the engine" — this VM's level had moved by that much
+UNKNOWN_MACHINE = "the files do not both hold machine probes or calibration queries"
 
 
 @dataclass(frozen=True)
@@ -71,11 +77,12 @@ def scatter_of(rows: list[QueryComparison], boots: dict[int, np.ndarray], tested
 
 def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], tested: list[int], threshold: float,
                  machine: dict[str, Any] | None, rng: np.random.Generator,
-                 level: tuple[float, int] | None = None) -> CommonShift | None:
+                 level: tuple[float, int] | None = None, separate: bool = False) -> CommonShift | None:
     """The shift all queries share, or None (too few queries, none, or not shared).
     ``level``: with sessions, the standard error their machine levels leave on the level
     all queries share, and its degrees of freedom — added to the interval, for the round
-    factors took those levels out of every query's runs (stats/rounds.py)."""
+    factors took those levels out of every query's runs (stats/rounds.py). ``machine``
+    None: side by side, unless ``separate`` (then nothing is known of the machines)."""
     sc = scatter_of(rows, boots, tested)
     if sc is None:
         return None
@@ -98,7 +105,7 @@ def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], test
         return None
     ratio = math.exp(centre)
     explained, by = _explained(centre, machine)
-    may = None if explained else _machine_may(centre, machine)
+    may = UNKNOWN_MACHINE if separate and machine is None else None if explained else _machine_may(centre, machine)
     beyond = abs(centre) >= math.log1p(threshold)
     verdict = ("slower" if centre > 0 else "faster") if beyond else "no change"
     return CommonShift(
@@ -153,9 +160,9 @@ def _why(ratio: float, lo: float, hi: float, sharing: int, n: int, verdict: str,
                     "size not ruled out): not a finding")
         return f"{head}; within ±{threshold:.0%}: not a finding"
     if may:
-        return (f"{head}; the probes name no busier run, but the machine may explain it ({may}): machine or "
-                "engine, not told apart — not a finding; a query beyond the threshold only with this shift counted "
-                "in is unstable")
+        seen = "" if may == UNKNOWN_MACHINE else "the probes name no busier run, but "
+        return (f"{head}; {seen}the machine may explain it ({may}): machine or engine, not told apart — not a "
+                "finding; a query beyond the threshold only with this shift counted in is unstable")
     if machine is None:  # side by side: both sides shared the machine
         return f"{head}, on a machine both sides shared → a global change of the engine or its configuration: {verdict}"
     if not machine.get("probes"):
