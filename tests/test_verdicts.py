@@ -364,7 +364,7 @@ def test_separate_runs_a_shift_within_the_threshold_makes_no_query_a_finding():
 def test_separate_runs_with_nothing_known_of_the_machine_make_no_engine_finding_of_a_shift():
     """Two separate runs whose files hold neither probes nor calibration queries (one run
     with --no-probes), every query -15%: the machine's level may have moved that much
-    (this VM's did, in an A/A pair nine minutes apart), so the shift is machine or
+    (an A/A pair nine minutes apart here did, all -15%), so the shift is machine or
     engine, not told apart — no finding, and no query `faster` only with it counted
     in. It was "on a machine both sides shared → a global change of the engine", the
     side-by-side reading, with 6 of 10 queries `faster`. A query that moved unlike the

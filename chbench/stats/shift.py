@@ -40,7 +40,8 @@ SHARING = 0.6  # "most queries": the share that must move with the shift
 MIN_QUERIES = 4
 # separate runs, nothing known of either machine: seen (2026-12-05) on an A/A pair nine
 # minutes apart, run B with --no-probes: every query -15% together, 6 of 10 called
-# `faster` as "a global change of the engine" — this VM's level had moved by that much
+# `faster` as "a global change of the engine"; nothing had changed but the hour (the next
+# A/A pair, both with probes: B's reference task +30%, the machine's)
 UNKNOWN_MACHINE = "the files do not both hold machine probes or calibration queries"
 
 
