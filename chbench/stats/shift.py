@@ -106,7 +106,7 @@ def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], test
         return None
     ratio = math.exp(centre)
     explained, by = _explained(centre, machine)
-    may = UNKNOWN_MACHINE if separate and machine is None else None if explained else _machine_may(centre, machine)
+    may = None if explained else _machine_may(centre, machine, separate)
     beyond = abs(centre) >= math.log1p(threshold)
     verdict = ("slower" if centre > 0 else "faster") if beyond else "no change"
     return CommonShift(
@@ -132,10 +132,12 @@ def _explained(centre: float, machine: dict[str, Any] | None) -> tuple[bool, str
     return False, None
 
 
-def _machine_may(centre: float, machine: dict[str, Any] | None) -> str | None:
+def _machine_may(centre: float, machine: dict[str, Any] | None, separate: bool) -> str | None:
     """Separate runs whose probes name no busier run while the reference task moved the
-    shift's way, not significantly (``maybe_busier``, stats/machine.py): the machine may
-    explain the shift. What was seen, or None."""
+    shift's way, not significantly (``maybe_busier``, stats/machine.py), or whose files
+    tell nothing of the machine: the machine may explain the shift. What was seen, or None."""
+    if separate and machine is None:
+        return UNKNOWN_MACHINE
     if not machine or machine.get("maybe_busier") != ("B" if centre > 0 else "A"):
         return None
     return str(machine.get("maybe_why") or "reference task")
