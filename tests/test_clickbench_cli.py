@@ -276,12 +276,47 @@ def test_crash_recovery_cycles(tmp_path):
     out = tmp_path / "crash.json"
     r = run_cli("clickbench", "crash-test", "--rows", "60000", "--cycles", "2", "--batch-rows", "6000",
                 "--out", str(out), timeout=300)
-    assert r.code == 0, r.stderr
     doc = load(out)
-    assert doc["ok"] and len(doc["cycles"]) == 2
+    assert len(doc["cycles"]) == 2 and r.code == (0 if doc["ok"] else 1), r.stderr
     for c in doc["cycles"]:
-        assert c["ok"] and c["final_rows"] == 60000 and c["final_checksum"] == doc["reference"]["checksum"]
-    assert "2 of 2 kill -9 cycles" in r.stdout
+        if c["ok"]:
+            assert c["final_rows"] == 60000 and c["final_checksum"] == doc["reference"]["checksum"]
+        else:
+            # the one failure the 26.9 server has shown here (one cycle of a suite run ended one batch
+            # short, the batch in flight at the kill lost): its token kept, resending it was a
+            # duplicate — the tool must name exactly that; anything else wrong fails this test
+            assert c["final_rows"] == 54000 and len(c["problems"]) == 2, c["problems"]
+            assert c["problems"][1].startswith(f"batch {c['inflight_batch']} in flight at the kill, was absent "
+                                               "after the restart; sent again with its token, the server took "
+                                               "it for a duplicate"), c["problems"]
+    assert f"{sum(c['ok'] for c in doc['cycles'])} of 2 kill -9 cycles" in r.stdout
+
+
+def test_a_batch_whose_token_outlived_its_rows_is_named(modern):
+    """The state that failure leaves, made on purpose on a real server: two batches
+    inserted with their tokens, their rows deleted (the deduplication log keeps the
+    tokens), both sent again — taken for duplicates; each is named, the one in flight
+    as such."""
+    from chbench.clickbench.crash import Load, _resume_problems
+    from chbench.clickbench.loading import create_table, insert_batch
+
+    db = _database(modern, "crash_diag")
+    target = _admin(f"{modern.http_url}/{db}")
+    try:
+        load = Load(rows=2000, seed=3, batches=[(0, 1000), (1000, 1000)])
+        create_table(target, replace=True)
+        for s, c in load.batches:
+            insert_batch(target, load.seed, load.rows, s, c)
+        target.command("ALTER TABLE hits DELETE WHERE 1 SETTINGS mutations_sync = 2")
+        for s, c in load.batches:
+            insert_batch(target, load.seed, load.rows, s, c)
+        assert table_checksum(target, "hits")[0] == 0  # deduplicated: the tokens outlived the rows
+        problems = _resume_problems(target, load, inflight=1, before=[0, 0])
+    finally:
+        target.close()
+    tail = ("was absent after the restart; sent again with its token, the server took it for a duplicate "
+            "(system.query_log): it had kept the token without the rows")
+    assert problems == [f"batch 0 {tail}", f"batch 1 in flight at the kill, {tail}"]
 
 
 def test_killed_server_mid_run_keeps_the_results(tmp_path):
