@@ -288,6 +288,17 @@ def test_findings_tell_the_machines_uneven_effect_from_noise_and_do_not_suggest_
     assert any(line.startswith("1 query moved unlike the rest") and "(q0)" in line for line in lines), lines
     noise = next(line for line in lines if "unstable: noise wider" in line)
     assert "--sessions" not in noise  # these runs have sessions already
+    # a drift or two groups of run times is not noise more rounds narrow (a side-by-side A/A of
+    # the perf tests here: one query's B/A drifted, and the finding said "more rounds narrow it")
+    q1.reasons = ["B/A drifting over the run (+6% from first to last round)", "interval wider than ±5%"]
+    doc.queries[2].verdict, doc.queries[2].reasons = "unstable", ["bimodal run times"]
+    lines = findings(doc, separate=True)
+    rest = [q for q in doc.queries if q.verdict == "unstable" and q not in (q0, q1, doc.queries[2])]
+    noise = [line for line in lines if "noise wider" in line]  # only the others this seed left unstable
+    assert len(noise) == (1 if rest else 0) and all(n.startswith(f"{len(rest)} quer") for n in noise), lines
+    assert any(line.startswith("1 query unstable: their times drifted") and "(q1)" in line
+               and "more rounds of the same do not settle" in line for line in lines), lines
+    assert any(line.startswith("1 query unstable: their run times fell into two groups (q2)") for line in lines)
 
 
 def test_simulated_false_alarms_sessions():

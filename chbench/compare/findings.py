@@ -79,6 +79,13 @@ def findings(doc: ComparisonDoc, separate: bool) -> list[str]:
                    f"±{math.expm1(level['half']):.1%}; {sessions_needed(level['sd'], s.threshold / 2)} sessions per "
                    f"side would be needed to narrow that to ±{s.threshold / 2:.1%} — or measure side by side")
         unstable = []
+    for word, what in (("drifting", "their times drifted from the first rounds to the last"),
+                       ("bimodal", "their run times fell into two groups")):
+        hit = [q for q in unstable if any(word in r for r in q.reasons)]
+        if hit:  # more of the same rounds do not settle these: not "noise wider than" the threshold
+            out.append(f"{_queries(len(hit))} unstable: {what} ({', '.join(q.name for q in hit[:5])}); more "
+                       "rounds of the same do not settle that: look at their runs (report --html) and rerun")
+        unstable = [q for q in unstable if q not in hit]
     if unstable:
         sessions = any(q.between_run is not None and "sessions" in q.between_run.source for q in unstable)
         what_next = ("a side-by-side run (--target A --target B, or --setting-b/--scale-b)"
