@@ -143,6 +143,11 @@ def test_compare_accepts_our_files_and_published_ones(embedded_run):
     assert r.code == 0, r.stderr
     scores = r.json()["scores"]
     assert len(scores) == len(files) and all(s["cold"] >= 1.0 and s["combined"] for s in scores)
+    # one run's two files: one system on one machine, told apart by their names in every table
+    # (the console's too: a '[…]' in a column title is text, not rich markup)
+    for fmt in ("markdown", "console"):
+        text = run_cli("clickbench", "compare", *files[:2], "--format", fmt).stdout
+        assert text.count("[full.json]") >= 2 and text.count("[cb.json]") >= 2, text
 
 
 # -- the 26.9 server --------------------------------------------------------------------

@@ -53,9 +53,10 @@ class ConsoleExporter(Exporter):
 
     @staticmethod
     def _table(t: Table) -> RichTable:
-        rt = RichTable(title=t.title or None, title_justify="left")
+        # titles as plain text, like the cells: a '[...]' in one is not rich markup
+        rt = RichTable(title=RichText(t.title) if t.title else None, title_justify="left")
         for c in t.columns:
-            rt.add_column(c.title, justify="left" if c.align == "left" else "right")
+            rt.add_column(RichText(c.title), justify="left" if c.align == "left" else "right")
         for cells in t.rows:
             rt.add_row(*(RichText(cell.shown(col), style=STYLE.get(cell.style, ""))
                          for cell, col in zip(cells, t.columns, strict=True)))

@@ -3,6 +3,7 @@ the 43 queries with its checksums, a stress test, a load and a crash test."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from chbench.export.sections import Cell, Charts, Column, Heading, Section, Table, Text
@@ -26,13 +27,21 @@ def _label(s: dict[str, Any]) -> str:
     return f"{s['system']} ({s['machine']})" if s["machine"] else s["system"]
 
 
+def _labels(scores: list[dict[str, Any]]) -> list[str]:
+    """One label an entry; entries of one system on one machine (two runs of it, before
+    and after) are told apart by their files' names, else their columns read the same."""
+    labels = [_label(s) for s in scores]
+    return [f"{label} [{Path(s['file']).name if s.get('file') else f'#{i + 1}'}]" if labels.count(label) > 1
+            else label for i, (label, s) in enumerate(zip(labels, scores, strict=True))]
+
+
 def _query(index: int) -> Cell:
     """ClickBench numbers its queries from 0; our files count from 1."""
     return Cell(index - 1, text=f"Q{index - 1}")
 
 
 def scores_section(doc: dict[str, Any], charts: bool = True) -> Section:
-    labels = [_label(s) for s in doc["scores"]]
+    labels = _labels(doc["scores"])
     scores = Table([Column("entry", align="left"), Column("cold score", ".2f", key="cold"),
                     Column("hot score", ".2f", key="hot"), Column("combined", ".2f"),
                     Column("load s", ",.0f", key="load_time"), Column("data GB", ".2f", key="data_gb"),
