@@ -115,3 +115,15 @@ def test_not_a_clickbench_file_is_one_line(tmp_path, content, needle):
     r = run_cli("clickbench", "compare", str(f))
     assert_one_line_error(r)
     assert needle in r.stderr
+
+
+@needs_shared
+def test_one_system_twice_is_told_apart_by_file_and_by_path_where_names_repeat(tmp_path):
+    """Before and after of one system: the same 'system (machine)', told apart by the
+    files' names; where those repeat too (before/x.json, after/x.json), by the paths."""
+    for d in ("before", "after"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "x.json").write_text(CLICKHOUSE.read_text())
+    paths = [str(tmp_path / d / "x.json") for d in ("before", "after")]
+    text = run_cli("clickbench", "compare", *paths, str(CHDB), "--format", "markdown").stdout
+    assert all(text.count(f"[{p}]") >= 2 for p in paths) and "chDB" in text and "[result-chdb" not in text, text

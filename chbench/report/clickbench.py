@@ -31,8 +31,10 @@ def _labels(scores: list[dict[str, Any]]) -> list[str]:
     """One label an entry; entries of one system on one machine (two runs of it, before
     and after) are told apart by their files' names, else their columns read the same."""
     labels = [_label(s) for s in scores]
-    return [f"{label} [{Path(s['file']).name if s.get('file') else f'#{i + 1}'}]" if labels.count(label) > 1
-            else label for i, (label, s) in enumerate(zip(labels, scores, strict=True))]
+    files = [str(s.get("file") or f"#{i + 1}") for i, s in enumerate(scores)]
+    names = [Path(f).name for f in files]  # the path as given where names alone repeat (before/, after/)
+    return [f"{label} [{name if names.count(name) == 1 else file}]" if labels.count(label) > 1 else label
+            for label, name, file in zip(labels, names, files, strict=True)]
 
 
 def _query(index: int) -> Cell:
