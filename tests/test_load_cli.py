@@ -64,9 +64,12 @@ def test_same_flags_as_clickhouse_benchmark_and_same_json_shape(modern, tmp_path
 def test_intermediate_reports_and_multi_line_script(modern, tmp_path):
     script = "SELECT\n  number\nFROM numbers(5);\nSELECT 2;\n"
     r = run_cli("load", "--port", str(modern.tcp_port), "--queries-format", "script", "-t", "2.5", "-d", "1",
-                "--out", str(tmp_path / "o.json"), stdin=script)
+                "--precise", "--out", str(tmp_path / "o.json"), stdin=script)
     assert r.code == 0, r.stderr
     assert "Loaded 2 queries." in r.stderr
+    # clickhouse-benchmark's --precise (PR 86684) runs, and says its weighting is not what these intervals do
+    warning = [ln for ln in r.stderr.splitlines() if ln.startswith("chbench: warning: --precise")]
+    assert len(warning) == 1 and "not implemented" in warning[0]
     assert r.stderr.count("Queries executed:") >= 3  # two intermediate reports and the final one
     doc = load(tmp_path / "o.json")
     assert doc["kind"] == "load" and doc["status"] == "complete"
