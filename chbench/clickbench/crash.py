@@ -17,6 +17,7 @@ count, same ``sum(cityHash64(*))``.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
@@ -166,6 +167,9 @@ def _resume_problems(target: Target, load: Load, inflight: int | None, before: l
     server kept its token and lost its rows (a suite run here saw one cycle end one
     batch short, the one in flight at the kill lost, before the batches were named)."""
     after = batch_counts(target, TABLE, load.rows, load.batches)
+    if any(n0 == n == 0 for n0, n in zip(before, after, strict=True)):
+        with contextlib.suppress(QueryError):  # once, before the lookups (_deduplicated)
+            target.command("SYSTEM FLUSH LOGS")
     out = []
     for b, ((s, c), n0, n) in enumerate(zip(load.batches, before, after, strict=True)):
         if n == c:
@@ -186,7 +190,6 @@ def _deduplicated(target: Target, token: str) -> bool | None:
     """Whether the last finished insert carrying ``token`` was dropped as a duplicate
     (its ``written_rows`` counts the rows either way; ``DuplicatedInsertedBlocks`` tells)."""
     try:
-        target.command("SYSTEM FLUSH LOGS")
         rows = target.query_rows("SELECT ProfileEvents['DuplicatedInsertedBlocks'] FROM system.query_log WHERE "
                                  f"type = 'QueryFinish' AND query_kind = 'Insert' AND position(query, '{token}') > 0 "
                                  "ORDER BY event_time_microseconds DESC LIMIT 1")
