@@ -36,6 +36,7 @@ CASES = [
     (["compare", "/nonexistent-a.json", "/nonexistent-b.json"], "results file not found"),
     (["compare", "a.json", "b.json", "c.json"], "one side-by-side file or two files"),
     (["compare", "x.json", "--format", "pdf"], "invalid choice"),
+    (["explain", "x.json", "--top", "-1"], "must be a positive number"),
 ]
 
 

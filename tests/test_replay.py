@@ -415,6 +415,51 @@ def test_answers_and_verdicts_on_one_server_twice(log_server: ModernServer, capt
     assert "Schedule:" in md.read_text() and "<svg" in html.read_text() and doc["hashes"][0]["hash"] in md.read_text()
 
 
+def test_compare_reads_replays_one_file_of_two_targets_or_two_replays_made_apart(
+        log_server: ModernServer, captured: dict[str, Any], tmp_path: Path) -> None:
+    """``compare`` reads replay files: a two-target file as the file's own comparison
+    judges it, two replays made apart as separate runs with the between-run allowance.
+    A hash's queries are in the workload's order: no drift or two groups read from it."""
+    from chbench.compare.sides import replay_query_name
+    from chbench.replay.analysis import compare
+    from chbench.stats.compare import Options
+
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    r = run_cli("replay", str(captured["path"]), "--target", log_server.http_url, "--speed", "4", "--out", str(one))
+    assert r.code == 0, r.stderr
+    r = run_cli("replay", str(captured["path"]), "--target", log_server.native_url, "--target", log_server.http_url,
+                "--speed", "4", "--out", str(two))
+    assert r.code in (0, 1), r.stderr
+    doc = load(two)
+    inline = {row["name"]: row for row in doc["comparison"]["queries"]}
+    assert not any("paired" in row for row in inline.values())  # pooled: pairing was measured, not used
+    r = run_cli("compare", str(two), "--format", "json")
+    assert r.code in (0, 1), r.stderr
+    names = {replay_query_name(h): h["hash"] for h in doc["hashes"]}
+    rows = json.loads(r.stdout)["queries"]
+    assert {row["name"] for row in rows} == set(names)
+    for row in rows:
+        assert row["ratio"] == pytest.approx(inline[names[row["name"]]]["ratio"])
+        assert row["verdict"] == inline[names[row["name"]]]["verdict"]
+        assert not any("judged unpaired" in f for f in row["flags"])  # no rounds recorded: none missing
+    # the measured alternative (bench/replay_pairs.py): each statement's two sends paired
+    per_hash = {h["hash"]: sum(1 for x, c in zip(doc["samples"]["A"]["hash"], doc["samples"]["A"]["error_code"],
+                                                 strict=True) if x == i and c == 0)
+                for i, h in enumerate(doc["hashes"])}
+    paired = compare(doc["hashes"], doc["samples"], Options(), paired=True)["queries"]
+    assert {row["name"]: row["paired"]["pairs"] for row in paired} == per_hash
+    r = run_cli("compare", str(one), str(two), "--format", "json")
+    assert r.code in (0, 1), r.stderr
+    cmp = json.loads(r.stdout)
+    first = load(one)
+    for row in cmp["queries"]:
+        i = next(k for k, h in enumerate(first["hashes"]) if replay_query_name(h) == row["name"])
+        assert row["a"]["runs"] == first["samples"]["A"]["hash"].count(i)
+        assert row["between_run_sd"] > 0  # separate runs: the allowance applies
+        assert not any(w in " ".join(row["reasons"]) for w in ("drifting", "bimodal"))
+    assert not any("summary numbers only" in n for n in cmp["notes"])
+
+
 def test_legacy_server_capture_and_replay(legacy: LegacyServer, tmp_path: Path) -> None:
     """18.16 logs with log_queries=1, without microsecond starts, databases or hashes:
     the capture says what is missing and degrades; its workload replays there."""

@@ -1,11 +1,12 @@
 """Statistics on synthetic samples with known shifts (no engine needed: pure numbers)."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from chbench.stats.compare import Options, SideData, benjamini_hochberg, compare_queries, holm, machine_change
-from chbench.stats.summary import bimodal, drift, median_ci, relative_ci_halfwidth
+from chbench.stats.summary import bimodal, drift, instability_reasons, median_ci, relative_ci_halfwidth
 
 
 def compare_json(*args, **kwargs):
@@ -127,6 +128,26 @@ def test_drift_and_bimodal_detection():
     assert abs(drift(steady)[0]) < 0.02
     assert bimodal([100.0 + i % 3 for i in range(10)] + [150.0 + i % 3 for i in range(10)])
     assert not bimodal(steady)
+    two_groups = [100.0 + i % 3 for i in range(10)] + [150.0 + i % 3 for i in range(10)]
+    assert instability_reasons(rising, 0.05) and instability_reasons(two_groups, 0.05)
+    # a replay's queries in the workload's order: its literals make the trend and the groups
+    assert instability_reasons(rising, 0.05, ordered=False) == []
+    assert instability_reasons(two_groups, 0.05, ordered=False) == []
+    assert instability_reasons(rising[:3], 0.05, ordered=False) == ["too few runs (3 < 5)"]
+
+
+def test_a_replays_order_is_not_read_as_the_machines():
+    """Two sides of the same multiset of statements whose literals grow over the workload:
+    unordered, each is judged on the rank test and its interval, not called drifting."""
+    rng = np.random.default_rng(11)
+    grow = [10.0 * (1 + 0.1 * i) for i in range(40)]
+    a = SideData(times=[t * rng.lognormal(0, 0.01) for t in grow], ordered=False)
+    b = SideData(times=[t * rng.lognormal(0, 0.01) for t in grow], ordered=False)
+    row = compare_queries(["q"], {"q": a}, {"q": b}, Options()).queries[0]
+    assert not any("drifting" in r or "bimodal" in r for r in row.reasons + row.flags)
+    ordered = compare_queries(["q"], {"q": replace(a, ordered=True)}, {"q": replace(b, ordered=True)},
+                              Options()).queries[0]
+    assert any("drifting" in r for r in ordered.reasons + ordered.flags)
 
 
 def test_calibration_change_explains_a_common_shift_in_files_without_probes():

@@ -160,6 +160,24 @@ def test_bad_options_one_line_exit_2(args, needle):
     assert needle in r.stderr
 
 
+@pytest.mark.parametrize("command", ["read", "ingest"])
+def test_a_server_that_does_not_answer_is_bad_input_not_failed_paths(command, modern, tmp_path):
+    """Each path opens its own client: a dead address read as every path failed (exit 1,
+    a table of failures). Now every address given is tried first: one line, exit 2."""
+    from tests.engines import free_port
+
+    dead = f"clickhouse://127.0.0.1:{free_port()}"
+    out = tmp_path / "x.json"
+    r = run_cli(command, "--target", modern.http_url, "--target", dead, "--rows", "1000", "--out", str(out))
+    assert_one_line_error(r)
+    assert f"cannot connect to clickhouse://default@127.0.0.1:{dead.rsplit(':', 1)[1]}" in r.stderr
+    assert not out.exists() and "failed" not in r.stdout
+    r = run_cli(command, "--target", modern.http_url, "--user", "nobody", "--rows", "1000", "--out", str(out),
+                env={"CLICKHOUSE_PASSWORD": "not-it"})
+    assert_one_line_error(r)
+    assert "not-it" not in r.stderr and not out.exists()
+
+
 # -- read -------------------------------------------------------------------------------
 
 def test_read_every_server_path_against_the_ceilings(modern, tmp_path):

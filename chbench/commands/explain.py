@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from chbench.commands.args import add_format, add_statistics, compare_options
+from chbench.commands.args import add_format, add_statistics, compare_options, positive_int
 from chbench.errors import EXIT_FINDING, EXIT_OK, UsageError
 from chbench.results.store import write_report
 
@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vs", nargs="+", metavar="FILE", help="several files per side: FILE… are A, these B")
     p.add_argument("--query", action="append", metavar="NAME", help="explain this query, whatever its verdict "
                    "(repeatable)")
-    p.add_argument("--top", type=int, default=5, metavar="N", help="explanations shown per query (default 5)")
+    p.add_argument("--top", type=positive_int, default=5, metavar="N", help="explanations shown per query (default 5)")
     add_statistics(p)
     add_format(p, ["console", "markdown", "json", "html"])
     p.add_argument("--output", metavar="FILE", help="write the report here instead of stdout")

@@ -18,10 +18,29 @@ def endpoints(args: argparse.Namespace) -> Endpoints:
 
 
 def prepare(args: argparse.Namespace, registry: dict[str, Protocol], what: str) -> tuple[Endpoints, list[str]]:
-    """Before anything runs: the output can be written, the endpoints, the paths."""
+    """Before anything runs: the output can be written, the endpoints, the paths, and every
+    server named answers."""
     check_output_path(args.out)
     ep = endpoints(args)
-    return ep, path_names(args.paths, registry, ep, what)
+    names = path_names(args.paths, registry, ep, what)
+    reachable(ep)
+    return ep, names
+
+
+def reachable(ep: Endpoints) -> None:
+    """Each server address given answers, or one line and exit 2 (ConnectError). Each path
+    opens its own client, so without this a server that is down read as every path
+    failed, exit 1: a finding about the paths where the input was wrong."""
+    from chbench.targets import Credentials, make_target
+
+    for protocol, url in ep.urls.items():
+        if protocol == Protocol.EMBEDDED:
+            continue
+        target = make_target(url, Credentials(password=ep.password, ca_file=ep.ca_file))
+        try:
+            target.connect()
+        finally:
+            target.close()
 
 
 def path_names(text: str | None, registry: dict[str, Protocol], ep: Endpoints, what: str) -> list[str]:

@@ -93,6 +93,14 @@ def load_sides(path: str, metric: str) -> Sides:
     return sides_of(path, open_results(path), metric)
 
 
+# separate files whose raw samples were taken at another time: the between-run allowance
+# (measured from the queries' scatter, else guessed from each query's spread) applies. A
+# replay too: 14 A/A pairs of consecutive replays of one workload (4 normalized queries,
+# one 26.9 server, bench/replay_pairs.py's files) flagged 6 of 56 queries without it, 1
+# with it (2026-12-05).
+RAW_SEPARATE = ("chbench", "chbench-replay")
+
+
 def _pick(files: list[str], metric: str) -> tuple[Side, Side, list[Sides], list[str]]:
     """The two sides compared: both sides of one file, or the first side of each of two."""
     notes: list[str] = []
@@ -146,7 +154,7 @@ def _notes(loaded: list[Sides], separate: bool, machine: dict[str, Any] | None) 
     if "chbench-load" in formats:
         notes.append("a load run: latencies come from its histograms (within 0.4%), in no particular order, "
                      "measured under concurrency")
-    if any(f not in ("chbench", "chbench-load") for f in formats):
+    if any(f not in ("chbench", "chbench-load", "chbench-replay") for f in formats):
         notes.append("a file holds summary numbers only (no raw samples): its verdicts are weaker, from "
                      "percentile ranges rather than a statistical test")
     if separate and machine is None:
@@ -320,7 +328,7 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
     stats = Options(threshold=opts.threshold, alpha=opts.alpha, correction=opts.correction,
                     query_thresholds=thresholds, paired=not separate and opts.paired, separate=separate)
     factors: dict[str, Any] = {}
-    if separate and all(f.format == "chbench" for f in loaded):
+    if separate and all(f.format in RAW_SEPARATE for f in loaded):
         given = opts.between_run_factor
         stats.between_run = BETWEEN_RUN_FACTOR if given is None else given
         stats.measure_between = given is None

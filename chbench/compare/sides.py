@@ -13,6 +13,7 @@ from chbench.explain.build import profile_run
 from chbench.results import (
     ClickHouseBenchmarkFile,
     LoadDocument,
+    ReplayDocument,
     ResultsFile,
     RunDocument,
     UpgradeScriptFile,
@@ -60,13 +61,15 @@ def sides_of(path: str, doc: ResultsFile, metric: str = "client_ms") -> Sides:
         return Sides(path, "chbench", _run_sides(path, doc, metric), doc.status, doc.checks)
     if isinstance(doc, LoadDocument):
         return Sides(path, "chbench-load", _load_sides(path, doc, metric), doc.status)
+    if isinstance(doc, ReplayDocument):
+        return Sides(path, "chbench-replay", _replay_sides(path, doc, metric), doc.status)
     if isinstance(doc, UpgradeScriptFile):
         return Sides(path, doc.format, [_upgrade_script_side(path, doc)])
     if isinstance(doc, ClickHouseBenchmarkFile):
         return Sides(path, doc.format, _clickhouse_benchmark_sides(path, doc))
     kind = getattr(doc, "kind", "ClickBench")
-    raise UsageError(f"{path}: a chbench '{kind}' file has no queries to compare (compare takes run and load "
-                     "files, the upgrade script's JSON and clickhouse-benchmark's --json)")
+    raise UsageError(f"{path}: a chbench '{kind}' file has no queries to compare (compare takes run, load and "
+                     "replay files, the upgrade script's JSON and clickhouse-benchmark's --json)")
 
 
 def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
@@ -168,6 +171,57 @@ def without_round_factors(side: Side) -> RoundFactors | None:
     (``stats/rounds.py``), the times as measured kept in ``raw_times``; None (the side
     as it was) when its rounds hold too few queries."""
     return take_out(side.queries)
+
+
+def _replay_sides(path: str, doc: ReplayDocument, metric: str) -> list[Side]:
+    """One side per target of a replay; a query per normalized hash (its name and the
+    hash's first digits: two hashes can share a name, and two replays of one workload
+    share the hashes) — what the replay's own comparison judges (replay/analysis.py)."""
+    if metric != "client_ms":
+        raise UsageError(f"{path}: a replay records each query's time at the client only (use --metric client_ms)")
+    meta = doc.meta.to_json()
+    sides = []
+    try:
+        for t in doc.targets:
+            side = Side(label=f"{t['id']}: {t.get('label') or t.get('url')} (replay)", meta=meta)
+            per_hash = replay_side_data(doc.hashes, doc.samples.get(t["id"]) or {})
+            side.queries = {replay_query_name(doc.hashes[i]): d for i, d in per_hash.items()}
+            sides.append(side)
+    except (KeyError, TypeError, IndexError, ValueError) as e:
+        raise UsageError(f"{path}: malformed chbench replay results file ({type(e).__name__}: {e})") from None
+    return sides
+
+
+def replay_query_name(h: dict[str, Any]) -> str:
+    return f"{h['name']} #{str(h['hash'])[:8]}"
+
+
+def replay_side_data(hashes: list[dict[str, Any]], col: dict[str, Any], paired: bool = False) -> dict[int, SideData]:
+    """Per normalized hash (by its index) one target's successful queries' own times, in
+    the order they were planned. Their order is the workload's: a hash's literals and its
+    neighbours change over a capture, so a trend or two clusters among them says nothing of
+    the machine (``ordered`` False: not read as instability). ``paired``: each statement's
+    time keyed by its index, so that a comparison pairs the same statement's sends to two
+    targets of an open-loop replay (stats/paired.py) — measured against pooling and not
+    used by the commands: A/A replays flagged 2.6% of their queries paired, none pooled
+    (bench/replay_pairs.py, docs/replay.md)."""
+    hs, codes, service = col.get("hash") or [], col.get("error_code") or [], col.get("service_ms") or []
+    index, planned, late = col.get("index") or [], col.get("planned_s") or [], col.get("lateness_ms") or []
+    message = next(iter((col.get("error_messages") or {}).values()), None)
+    out: dict[int, SideData] = {}
+    for k, h in enumerate(hs):
+        d = out.setdefault(int(h), SideData(sql=hashes[int(h)].get("sql"), ordered=False))
+        if codes[k]:
+            d.errors += 1
+            d.error_sample = d.error_sample or message
+            continue
+        d.times.append(float(service[k]))
+        if paired:
+            d.keys.append((0, int(index[k])))
+            d.starts.append(float(planned[k]) + float(late[k]) / 1000.0)
+    for d in out.values():
+        d.client_times = list(d.times)
+    return out
 
 
 def _load_sides(path: str, doc: LoadDocument, metric: str) -> list[Side]:

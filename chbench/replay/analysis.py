@@ -5,6 +5,7 @@ each normalized query's ratio with its interval and verdict — chbench's compar
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -72,22 +73,20 @@ def by_hash(hashes: list[dict[str, Any]], columns: dict[str, dict[str, Any]]) ->
     return rows
 
 
-def compare(hashes: list[dict[str, Any]], columns: dict[str, dict[str, Any]], opts: Options) -> dict[str, Any]:
-    """chbench's verdict per normalized query, on each side's successful query times."""
+def compare(hashes: list[dict[str, Any]], columns: dict[str, dict[str, Any]], opts: Options,
+            paired: bool = False) -> dict[str, Any]:
+    """chbench's verdict per normalized query, on each side's successful query times,
+    pooled. ``paired``: on the ratios of each statement's two sends instead (an open-loop
+    replay of both targets at once) — measured, not used: it flagged 2.6% of the queries of
+    A/A replays (bench/replay_pairs.py, docs/replay.md)."""
+    from chbench.compare.sides import replay_side_data
+
     ids = list(columns)
-    data: list[dict[str, SideData]] = [{}, {}]
-    for k, side in enumerate(ids[:2]):
-        col = columns[side]
-        hs = np.asarray(col["hash"], dtype=int)
-        codes = np.asarray(col["error_code"], dtype=int)
-        service = np.asarray(col["service_ms"], dtype=float)
-        for i, h in enumerate(hashes):
-            sel = hs == i
-            if sel.any():
-                data[k][h["hash"]] = SideData(times=[float(v) for v in service[sel & (codes == 0)]],
-                                              errors=int((sel & (codes != 0)).sum()), sql=h.get("sql"))
+    data: list[dict[str, SideData]] = [
+        {hashes[i]["hash"]: d for i, d in replay_side_data(hashes, columns[side], paired).items()}
+        for side in ids[:2]]
     names = [h["hash"] for h in hashes if h["hash"] in data[0] or h["hash"] in data[1]]
-    result = compare_queries(names, data[0], data[1], opts)
+    result = compare_queries(names, data[0], data[1], replace(opts, paired=paired))
     by_name = {h["hash"]: h["name"] for h in hashes}
     for row in result.queries:
         row.label = by_name.get(row.name, "")

@@ -83,6 +83,9 @@ class SideData:
     raw_times: list[float] | None = None  # before the round factors were taken out (separate runs)
     round_spread: float | None = None  # then: the robust sd of the side's round factors (log)
     session_levels: list[float] = field(default_factory=list)  # then: each session's level taken out (log)
+    # ``times`` are in the order the machine ran them, so a trend or two clusters among
+    # them is the machine's (False: a replay's, in its workload's order — compare/sides.py)
+    ordered: bool = True
 
     @property
     def summary_only(self) -> bool:
@@ -96,7 +99,8 @@ class SideData:
                         sessions=[[t * factor for t in s] for s in self.sessions], skipped=self.skipped,
                         keys=list(self.keys),
                         raw_times=None if self.raw_times is None else [t * factor for t in self.raw_times],
-                        round_spread=self.round_spread, session_levels=list(self.session_levels))
+                        round_spread=self.round_spread, session_levels=list(self.session_levels),
+                        ordered=self.ordered)
 
     def run_spread(self) -> float:
         """The query's run-to-run spread as measured (relative MAD). With round factors
@@ -289,7 +293,9 @@ def _judge(names: list[str], side_a: dict[str, SideData], side_b: dict[str, Side
             row.flags.append("summary numbers only: weaker verdict")
             _summary_verdict(row, a, b, opts.for_query(name).threshold)
             continue
-        pairs = pair_up(a.keyed(), b.keyed(), _a_first(a, b)) if opts.paired else None
+        # paired where the file recorded rounds (a load's or a replay's times have none:
+        # nothing to pair, nothing to flag)
+        pairs = pair_up(a.keyed(), b.keyed(), _a_first(a, b)) if opts.paired and (a.keys or b.keys) else None
         if pairs is not None and len(pairs) >= opts.min_runs:
             boots[len(rows) - 1] = _test_paired(row, pairs, opts.for_query(name), rng)
         else:
@@ -402,8 +408,8 @@ def _test(row: QueryComparison, a: SideData, b: SideData, opts: Options, rng: np
         row.p_value = max(row.p_value, tail)
     lo, hi = lo - widen, hi + widen
     row.ci = (float(math.exp(lo)), float(math.exp(hi)))
-    reasons = [f"A: {r}" for r in instability_reasons(_within_sessions(a), thr, opts.min_runs)]
-    reasons += [f"B: {r}" for r in instability_reasons(_within_sessions(b), thr, opts.min_runs)]
+    reasons = [f"A: {r}" for r in instability_reasons(_within_sessions(a), thr, opts.min_runs, a.ordered)]
+    reasons += [f"B: {r}" for r in instability_reasons(_within_sessions(b), thr, opts.min_runs, b.ordered)]
     if (hi - lo) / 2 > math.log1p(thr):
         wa, wb = relative_ci_halfwidth(a.times), relative_ci_halfwidth(b.times)
         br = row.between_run

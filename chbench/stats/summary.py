@@ -109,12 +109,17 @@ def bimodal(values: Sequence[float]) -> bool:
     return bool(gaps[i] > 0.08 * np.median(x) and gaps[i] > 4 * spread)
 
 
-def instability_reasons(values: Sequence[float], threshold: float, min_runs: int = 5) -> list[str]:
-    """Why this side's runs cannot tell a threshold-sized change from noise (empty: fine)."""
+def instability_reasons(values: Sequence[float], threshold: float, min_runs: int = 5,
+                        ordered: bool = True) -> list[str]:
+    """Why this side's runs cannot tell a threshold-sized change from noise (empty: fine).
+    Not ``ordered`` (a replay's queries, different literals in the workload's order): only
+    their number, as two clusters or a trend among them is the workload's own."""
     reasons = []
     n = len(values)
     if n < min_runs:
         return [f"too few runs ({n} < {min_runs})"]
+    if not ordered:
+        return []
     if bimodal(values):
         reasons.append("bimodal run times")
     change, p = drift(values, threshold)
