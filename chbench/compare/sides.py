@@ -207,13 +207,13 @@ def replay_side_data(hashes: list[dict[str, Any]], col: dict[str, Any], paired: 
     (bench/replay_pairs.py, docs/replay.md)."""
     hs, codes, service = col.get("hash") or [], col.get("error_code") or [], col.get("service_ms") or []
     index, planned, late = col.get("index") or [], col.get("planned_s") or [], col.get("lateness_ms") or []
-    message = next(iter((col.get("error_messages") or {}).values()), None)
+    messages = col.get("error_messages") or {}  # by error code
     out: dict[int, SideData] = {}
     for k, h in enumerate(hs):
         d = out.setdefault(int(h), SideData(sql=hashes[int(h)].get("sql"), ordered=False))
         if codes[k]:
             d.errors += 1
-            d.error_sample = d.error_sample or message
+            d.error_sample = d.error_sample or messages.get(str(codes[k]))
             continue
         d.times.append(float(service[k]))
         if paired:
