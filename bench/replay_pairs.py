@@ -7,6 +7,12 @@ prunes reads the same).
 
     python bench/replay_pairs.py                 # 3 replays of each, ~1 min
     python bench/replay_pairs.py --only aa --replays 40   # ~3 min
+    python bench/replay_pairs.py --only separate --replays 24 [--speed 1]   # ~3 min (~4 at 1)
+
+``separate``: replays of one target made one after another, judged as ``compare``
+judges separate files: one replay against the next, and three against the next three
+(``compare R1 R2 R3 --vs R4 R5 R6``: each replay a session, the between-replay spread
+measured) — A/A on one server, and the known change (the next three on B).
 
 The workload: a few normalized queries whose literals change over the capture (so a
 hash's queries differ in size, as a real workload's do), sent by this script at known
@@ -95,12 +101,51 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "pooled_half_median": statistics.median(r["pooled_half"] for r in rows)}
 
 
+def separate(wl: Path, work: Path, url_a: str, url_b: str, replays: int, speed: str) -> dict[str, Any]:
+    """Replays of one target one after another, judged 1 against the next 1 and 3 against
+    the next 3 (each replay a session); and 3 of A against 3 of B (the known change)."""
+    from chbench.compare import CompareOptions, build_comparison
+    from chbench.replay.analysis import backlog_of
+
+    def replay(url: str, name: str) -> str:
+        out = work / f"{name}.json"
+        r = cli("replay", str(wl), "--target", url, "--speed", speed, "--out", str(out), "--quiet")
+        assert r.returncode in (0, 1), r.stderr
+        return str(out)
+
+    def verdicts(a: list[str], b: list[str]) -> list[str]:
+        cmp = build_comparison(a, CompareOptions(), vs=b) if len(a) > 1 else build_comparison(a + b, CompareOptions())
+        return [q.verdict for q in cmp.doc.queries]
+
+    files = [replay(url_a, f"sep-a{k}") for k in range(replays)]
+    out: dict[str, Any] = {}
+    backlogs = [b for f in files if (b := backlog_of(json.loads(Path(f).read_text())["samples"]["A"]))]
+    out["A's replays"] = {"in_flight": [min(b.in_flight for b in backlogs), max(b.in_flight for b in backlogs)],
+                          "alone": [min(b.alone for b in backlogs), max(b.alone for b in backlogs)],
+                          "overloaded": sum(b.overloaded for b in backlogs), "replays": len(backlogs)}
+    print("A's replays:", out["A's replays"], flush=True)
+    for g in (1, 3):
+        got: list[str] = []
+        for i in range(0, len(files) - 2 * g + 1, 2 * g):
+            got += verdicts(files[i:i + g], files[i + g:i + 2 * g])
+        out[f"separate A/A, {g} replay(s) a side"] = {"verdicts": dict(Counter(got))}
+    changed: list[str] = []
+    for k in range(max(1, replays // 6)):
+        b_files = [replay(url_b, f"sep-b{k}-{j}") for j in range(3)]
+        changed += verdicts(files[6 * k:6 * k + 3] or files[:3], b_files)
+    out["separate, B: 20% more rows, 3 replays a side"] = {"verdicts": dict(Counter(changed))}
+    for name, case in out.items():
+        if "verdicts" in case:
+            print(f"{name}: {case['verdicts']}", flush=True)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--replays", type=int, default=3)
     ap.add_argument("--per-hash", type=int, default=40)
     ap.add_argument("--speed", default="2")
-    ap.add_argument("--only", choices=["aa", "change"], help="one case only")
+    ap.add_argument("--only", choices=["aa", "change", "separate"], help="one case only")
     args = ap.parse_args()
     a, b = ModernServer(), ModernServer()
     result: dict[str, Any] = {"cases": {}}
@@ -114,6 +159,8 @@ def main() -> int:
         assert r.returncode == 0, r.stderr
         cases = {"aa": ("A/A (one server named twice)", a.http_url, a.http_url),
                  "change": ("B: 20% more rows", a.http_url, b.http_url)}
+        if args.only in (None, "separate"):
+            result["cases"].update(separate(wl, work, a.http_url, b.http_url, args.replays, args.speed))
         for key, (name, ta, tb) in cases.items():
             if args.only not in (None, key):
                 continue

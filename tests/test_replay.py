@@ -460,6 +460,76 @@ def test_compare_reads_replays_one_file_of_two_targets_or_two_replays_made_apart
     assert not any("summary numbers only" in n for n in cmp["notes"])
 
 
+def _retimed(src: Path, dst: Path, slower: float, overlap: bool) -> None:
+    """A copy of a real replay file whose statements took ``slower`` times as long: all
+    sent at once (every one waits on the others: the replay overloaded the server), or one
+    after another with a millisecond between (each ran alone)."""
+    doc = json.loads(src.read_text())
+    col = doc["samples"]["A"]
+    col["service_ms"] = [v * slower for v in col["service_ms"]]
+    col["lateness_ms"] = [0.0] * len(col["service_ms"])
+    at, planned = 0.0, []
+    for ms in col["service_ms"]:
+        planned.append(0.0 if overlap else at)
+        at += ms / 1000 + 0.001
+    col["planned_s"] = planned
+    dst.write_text(json.dumps(doc))
+
+
+def test_separate_replays_that_overloaded_the_server_are_not_told_from_a_change(
+        log_server: ModernServer, captured: dict[str, Any], tmp_path: Path) -> None:
+    """Two replays made apart, B's statements 10x as long (a speed-4 replay spreads
+    widely): with B's sent all at once (the replay overloaded the server: nothing ran
+    alone) its slower queries are `unstable` and the finding says why; the same times one
+    after another stand as `slower`. With several replays per side (``--vs``, each a
+    session), a side that overloaded it where the other did not is a difference the
+    sessions show."""
+    from chbench.replay.analysis import backlog_of
+
+    one = tmp_path / "one.json"
+    r = run_cli("replay", str(captured["path"]), "--target", log_server.http_url, "--speed", "4", "--out", str(one))
+    assert r.code == 0, r.stderr
+    behind, apart, again = tmp_path / "behind.json", tmp_path / "apart.json", tmp_path / "again.json"
+    _retimed(one, behind, 10.0, overlap=True)
+    _retimed(one, apart, 10.0, overlap=False)
+    _retimed(one, again, 1.0, overlap=False)
+    fell = backlog_of(load(behind)["samples"]["A"])
+    assert fell is not None and fell.overloaded and fell.alone == 0 and fell.in_flight >= 2
+    alone = backlog_of(load(apart)["samples"]["A"])
+    assert alone is not None and not alone.overloaded and alone.alone == 1.0 and alone.in_flight < 1
+
+    def compare(*args: str) -> dict[str, Any]:
+        r = run_cli("compare", *args, "--format", "json")
+        assert r.code in (0, 1), r.stderr
+        return json.loads(r.stdout)
+
+    fell_behind, stood = compare(str(again), str(behind)), compare(str(again), str(apart))
+    slower = [q["name"] for q in stood["queries"] if q["verdict"] == "slower"]
+    assert slower and stood["summary"]["verdicts"].get("slower") == len(slower)
+    rows = {q["name"]: q for q in fell_behind["queries"]}
+    for name in slower:
+        assert rows[name]["verdict"] == "unstable" and rows[name]["vs_one"]["verdict"] == "slower"
+        assert any("B's replay overloaded the server" in x for x in rows[name]["reasons"])
+    assert "slower" not in fell_behind["summary"]["verdicts"]
+    assert any("whose replay overloaded the server" in f and "--vs" in f for f in fell_behind["findings"])
+    assert any(n.startswith("the replays: A ") and "0% ran alone" in n for n in fell_behind["notes"])
+    assert not any("--iterations" in f or "--sessions" in f for f in fell_behind["findings"] + fell_behind["notes"])
+    # several replays per side: sessions; A's never overloaded it, one of B's did (the real
+    # replay at --speed 4 overloaded it too: 15 in flight, none alone, when this was written)
+    again2 = tmp_path / "again2.json"
+    _retimed(one, again2, 1.02, overlap=False)
+    sessions = compare(str(again), str(again2), "--vs", str(behind), str(apart))
+    assert any("2 session(s) of A and 2 of B" in n for n in sessions["notes"])
+    assert not any("overloaded" in (q.get("reason") or "") for q in sessions["queries"])
+    # a report of the two replays compares them as compare does, and says what B's replay did
+    md = tmp_path / "r.md"
+    assert run_cli("report", str(again), str(behind), "--markdown", str(md)).code == 0
+    text = md.read_text()
+    assert "## Comparison" in text and "whose replay overloaded the server" in text
+    assert "A's statements waited on each other" in text  # behind.json's own section: it is side A there
+    r = run_cli("compare", str(one), "--vs", str(captured["path"]))
+    assert_one_line_error(r)
+
 def test_legacy_server_capture_and_replay(legacy: LegacyServer, tmp_path: Path) -> None:
     """18.16 logs with log_queries=1, without microsecond starts, databases or hashes:
     the capture says what is missing and degrades; its workload replays there."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from chbench.compare.checks import apply_checks
 from chbench.compare.document import ComparisonDoc
-from chbench.compare.findings import findings
+from chbench.compare.findings import Advice, advice_for, findings
 from chbench.compare.pertest import per_test, test_of_queries, thresholds_of
 from chbench.compare.sides import Side, Sides, merge_sides, sides_of, without_round_factors
 from chbench.errors import UsageError
@@ -21,7 +21,16 @@ from chbench.plan import rounds_to_show_a_change
 from chbench.results import open_results
 from chbench.stats.compare import BETWEEN_RUN_FACTOR, MEASURED_FROM, Options, compare_queries, machine_change
 from chbench.stats.machine import describe, difference, reference_change, summarize
-from chbench.stats.verdict import QueryComparison
+from chbench.stats.verdict import (
+    FASTER,
+    SLOWER,
+    UNSTABLE,
+    ComparisonResult,
+    Evidence,
+    QueryComparison,
+    count_verdicts,
+    pct,
+)
 
 
 @dataclass
@@ -125,12 +134,14 @@ def _pick_many(files: list[str], vs: list[str], metric: str) -> tuple[Side, Side
     """Side A from ``files``, side B from ``vs``: each file one or more sessions of its side."""
     notes: list[str] = []
     sides = []
-    loaded = []
+    loaded: list[Sides] = []
     for group in (files, vs):
         runs = [load_sides(f, metric) for f in group]
-        for f in runs:
-            if f.format != "chbench":
-                raise UsageError(f"{f.path}: several files per side take chbench run files only")
+        for f in runs:  # each file a session of its side: runs, or replays of one workload
+            if f.format not in RAW_SEPARATE:
+                raise UsageError(f"{f.path}: several files per side take chbench run or replay files only")
+            if f.format != runs[0].format or (loaded and f.format != loaded[0].format):
+                raise UsageError(f"{f.path}: several files per side must all be run files or all replay files")
             if len(f.sides) > 1:
                 notes.append(f"{f.path} holds {len(f.sides)} sides; its first ({f.sides[0].label}) is used")
         names = ", ".join(Path(f).name for f in group)
@@ -139,7 +150,7 @@ def _pick_many(files: list[str], vs: list[str], metric: str) -> tuple[Side, Side
     return sides[0], sides[1], loaded, notes
 
 
-def _notes(loaded: list[Sides], separate: bool, machine: dict[str, Any] | None) -> list[str]:
+def _notes(loaded: list[Sides], separate: bool, machine: dict[str, Any] | None, advice: Advice) -> list[str]:
     notes = []
     formats = [f.format for f in loaded]
     for f in loaded:
@@ -161,7 +172,7 @@ def _notes(loaded: list[Sides], separate: bool, machine: dict[str, Any] | None) 
         if all(f == "chbench" for f in formats):
             notes.append("no calibration samples: the machine's own drift between the runs is unknown")
         notes.append("separate runs: drift of the machine between them cannot be told from a change; "
-                     "a side-by-side run (two --target, or --setting-b/--scale-b) is more trustworthy")
+                     f"{advice.side_by_side} is more trustworthy")
     return notes
 
 
@@ -250,7 +261,7 @@ def too_few_to_show(rows: list[QueryComparison], alpha: float) -> str | None:
             f"need below {need:.2g}; measure with --iterations {runs} or more")
 
 
-def _between_run_note(a: Side, b_queries: dict[str, Any], factor: float) -> str:
+def _between_run_note(a: Side, b_queries: dict[str, Any], factor: float, advice: Advice) -> str:
     """Where the allowance for separate runs came from: measured or the fallback factor."""
     na = max((len(d.sessions) for d in a.queries.values()), default=0) or 1
     nb = max((len(d.sessions) for d in b_queries.values()), default=0) or 1
@@ -258,10 +269,10 @@ def _between_run_note(a: Side, b_queries: dict[str, Any], factor: float) -> str:
         return (f"between-run spread measured from {na} session(s) of A and {nb} of B (each query's session "
                 "medians)")
     return (f"one session per side: the between-run spread is guessed as {factor:g} × each query's run-to-run "
-            "spread (--between-run-factor); run with --sessions 3 (or give several files per side) to measure it")
+            f"spread (--between-run-factor); {advice.sessions or 'several sessions per side'} would measure it")
 
 
-def _say_between_run(notes: list[str], result: Any, stats: Options) -> None:
+def _say_between_run(notes: list[str], result: Any, stats: Options, advice: Advice) -> None:
     """The between-run note, once the queries were judged: with sessions, how far their
     machine levels moved; with one session per side, measured as the queries' scatter,
     or guessed because too few queries were judged to measure it."""
@@ -278,11 +289,35 @@ def _say_between_run(notes: list[str], result: Any, stats: Options) -> None:
         around = "the machine's shift" if shift and shift.explained_by_machine else "their common level"
         quiet = math.expm1(min(b.half for b in scatter))
         notes[at] = (f"one session per side: each query's between-run spread measured as the queries' scatter around "
-                     f"{around} (±{quiet:.1%} for a quiet query, Student's t); --sessions 3 measures it per query")
+                     f"{around} (±{quiet:.1%} for a quiet query, Student's t); {advice.sessions} would measure it "
+                     "per query")
     elif stats.measure_between:
         tested = sum(1 for q in result.queries if q.between_run is not None)
         notes[at] = notes[at].replace("one session per side:", f"one session per side and {tested} queries judged "
                                       f"(their scatter measures it from {MEASURED_FROM}):", 1)
+
+
+def _overloaded(result: ComparisonResult, a: Side, b: Side) -> None:
+    """Separate replays: a query slower in a replay that overloaded the server
+    (``Backlog.overloaded``) cannot be told from that replay's own level. Several replays per
+    side (sessions) measure how far that level moves, and a side that overloaded it where
+    the other did not is a difference they show; where replays of both sides overloaded it,
+    three sessions a side do not tell it either (bench/replay_pairs.py --speed 2: 4 of 16
+    A/A queries flagged on the sessions alone)."""
+    over = {k: side for k, side in (("A", a), ("B", b)) if any(x.overloaded for x in side.backlog)}
+    for r in result.queries:
+        side = "B" if r.verdict == SLOWER else "A" if r.verdict == FASTER else None
+        sessions = r.between_run is not None and "sessions" in r.between_run.source
+        if side not in over or (sessions and len(over) < 2):
+            continue
+        r.vs_one = r.vs_one or Evidence(r.verdict, ci=r.ci, p_adjusted=r.p_adjusted, reasoning=r.reasoning)
+        r.verdict, r.overloaded_replay = UNSTABLE, side
+        said = (f"{pct(r.ratio or 1.0)} while {side}'s replay overloaded the server "
+                f"({', '.join(x.describe() for x in over[side].backlog)}): not told apart from that replay's own level")
+        r.reasons.insert(0, said)
+        r.reasoning = f"cannot tell a change from the replay's backlog: {said}"
+        r.reason = f"{side}'s replay overloaded the server"
+    result.summary.verdicts = count_verdicts(result.queries)
 
 
 def set_aside_summary(a: Side, b: Side) -> dict[str, Any] | None:
@@ -318,6 +353,7 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
     else:
         a, b, loaded, notes = _pick_many(files, vs, opts.metric) if vs else _pick(files, opts.metric)
     separate = len(loaded) >= 2
+    advice = advice_for([f.format for f in loaded])
     names, rename = match_names(a, b)
     b_queries = {rename.get(n, n): d for n, d in b.queries.items()}
     if not set(a.queries) & set(b_queries):
@@ -332,13 +368,17 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
         given = opts.between_run_factor
         stats.between_run = BETWEEN_RUN_FACTOR if given is None else given
         stats.measure_between = given is None
-        notes.append(_between_run_note(a, b_queries, stats.between_run))
+        notes.append(_between_run_note(a, b_queries, stats.between_run, advice))
         if opts.round_factors:
             for label, side in (("a", a), ("b", b)):
                 found = without_round_factors(side)
                 if found is not None:
                     factors[label] = found.to_json()
     result = compare_queries(names, a.queries, b_queries, stats, machine)
+    if separate and a.backlog and b.backlog:
+        notes.append("the replays: " + "; ".join(f"{k} {', '.join(x.describe() for x in s.backlog)}"
+                                                 for k, s in (("A", a), ("B", b))))
+        _overloaded(result, a, b)
     if stats.correction == "holm" and (few := too_few_to_show(result.queries, stats.alpha)) is not None:
         notes.append(few)
     if factors:
@@ -346,9 +386,9 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
     if separate:
         result.summary.set_aside = set_aside_summary(a, b)
     shift = result.summary.shift
-    _say_between_run(notes, result, stats)
+    _say_between_run(notes, result, stats, advice)
     doc = ComparisonDoc(result, a_label=a.label, b_label=b.label, files=files, vs=vs or None, metric=opts.metric,
-                        notes=notes + _notes(loaded, separate, machine), method=opts.method)
+                        notes=notes + _notes(loaded, separate, machine, advice), method=opts.method)
     if opts.method == "clickhouse":
         from chbench.stats.clickhouse import apply_clickhouse
 
@@ -363,5 +403,5 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
         apply_checks(doc, checks)
     paired = not separate and opts.paired
     explain_rows(doc, a, b, rename, paired)
-    doc.findings = findings(doc, separate)
+    doc.findings = findings(doc, separate, advice)
     return Comparison(doc, a, b, checks, rename, paired)

@@ -5,9 +5,41 @@ and ``compare --verbose`` keep in full."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from chbench.compare.document import ComparisonDoc
-from chbench.stats.verdict import UNSTABLE, pct
+from chbench.stats.verdict import UNSTABLE, QueryComparison, pct
+
+
+@dataclass(frozen=True)
+class Advice:
+    """What narrows a comparison, in the words of the command that made its files: a
+    replay has no --iterations, --sessions or --setting-b to suggest."""
+
+    side_by_side: str  # both sides measured at once
+    more: str  # more of the same, for the sides of one file (with its verb)
+    sessions: str | None  # several sessions per side, for separate files (None: none to give)
+
+
+ADVICE = {
+    "chbench": Advice("a side-by-side run (--target A --target B, or --setting-b/--scale-b)",
+                      "more rounds (--iterations, or a longer --max-time-per-query) narrow it",
+                      "--sessions 3 per side"),
+    "chbench-replay": Advice("one replay of both targets (chbench replay --target A --target B)",
+                             "a longer capture (more statements of each query) narrows it",
+                             "several replays per side (compare R1 R2 R3 --vs R4 R5 R6)"),
+    "chbench-load": Advice("one load of both targets (chbench load --target A --target B)",
+                           "a longer load (-t) narrows it", None),
+}
+
+
+def advice_for(formats: list[str]) -> Advice:
+    """The files' own advice where they are all of one kind; else a run's."""
+    return ADVICE.get(formats[0], ADVICE["chbench"]) if len(set(formats)) == 1 else ADVICE["chbench"]
+
+
+def measure_with(advice: Advice) -> str:
+    return f"measure with {advice.sessions}, or side by side" if advice.sessions else "measure side by side"
 
 
 def _queries(n: int) -> str:
@@ -23,7 +55,19 @@ def sessions_needed(sd: float, half: float, most: int = 30) -> str:
     return f"about {k}" if k else f"more than {most}"
 
 
-def findings(doc: ComparisonDoc, separate: bool) -> list[str]:
+def _overloaded(rows: list[QueryComparison], advice: Advice) -> list[str]:
+    """Queries slower in a replay that overloaded the server (compare/build.py), by side."""
+    out = []
+    for side in sorted({q.overloaded_replay for q in rows if q.overloaded_replay}):
+        hit = [q for q in rows if q.overloaded_replay == side]
+        out.append(f"{_queries(len(hit))} slower in {side}, whose replay overloaded the server (its times are "
+                   f"mostly waiting; such a replay's level moves by several times from one replay to the next): "
+                   f"not told apart from it ({', '.join(q.name for q in hit[:5])}); measure with "
+                   f"{advice.sessions or 'several replays per side'}, or replay at a lower --speed")
+    return out
+
+
+def findings(doc: ComparisonDoc, separate: bool, advice: Advice = ADVICE["chbench"]) -> list[str]:
     out: list[str] = []
     s = doc.summary
     machine, shift = s.machine or {}, s.shift
@@ -39,7 +83,7 @@ def findings(doc: ComparisonDoc, separate: bool) -> list[str]:
                    "configuration")
     elif shift is not None and shift.machine_may and shift.verdict != "no change":
         out.append(f"all queries {pct(shift.ratio)} together, which the machine may explain ({shift.machine_may}): "
-                   "machine or engine, not told apart; measure with --sessions 3 per side, or side by side")
+                   f"machine or engine, not told apart; {measure_with(advice)}")
     elif busier:
         out.append(f"{busier} ran on a busier machine ({what}); rerun {busier}, or measure side by side")
     aside = s.set_aside or {}
@@ -58,11 +102,13 @@ def findings(doc: ComparisonDoc, separate: bool) -> list[str]:
     if qualified and not busier and machine.get("maybe_busier"):
         out.append(f"{_queries(len(qualified))} slower in {machine['maybe_busier']}, whose machine may have been "
                    f"busier ({machine.get('maybe_why')}): not told apart from the machine "
-                   f"({', '.join(q.name for q in qualified[:5])}); measure with --sessions 3 per side, or side by side")
+                   f"({', '.join(q.name for q in qualified[:5])}); {measure_with(advice)}")
     elif qualified:
         out.append(f"{_queries(len(qualified))} slower in {busier}, which ran on the "
                    f"busier machine: not told apart from the machine ({', '.join(q.name for q in qualified[:5])})")
-    unstable = [q for q in doc.queries if q.verdict == UNSTABLE and q not in qualified]
+    overloaded = [q for q in doc.queries if q.verdict == UNSTABLE and q.overloaded_replay]
+    out += _overloaded(overloaded, advice)
+    unstable = [q for q in doc.queries if q.verdict == UNSTABLE and q not in qualified and q not in overloaded]
     uneven = [q for q in unstable if any("uneven effect" in r for r in q.reasons)]
     if uneven:
         out.append(f"{_queries(len(uneven))} moved unlike the rest while the machine moved them all "
@@ -88,9 +134,8 @@ def findings(doc: ComparisonDoc, separate: bool) -> list[str]:
         unstable = [q for q in unstable if q not in hit]
     if unstable:
         sessions = any(q.between_run is not None and "sessions" in q.between_run.source for q in unstable)
-        what_next = ("a side-by-side run (--target A --target B, or --setting-b/--scale-b)"
-                     + ("" if sessions else " or --sessions 3 per side") + " narrows it" if separate else
-                     "more rounds (--iterations, or a longer --max-time-per-query) narrow it")
+        several = "" if sessions or not advice.sessions else f" or {advice.sessions}"
+        what_next = f"{advice.side_by_side}{several} narrows it" if separate else advice.more
         out.append(f"{_queries(len(unstable))} unstable: noise wider than the ±{s.threshold:.0%} a verdict "
                    f"needs; {what_next}")
     paired = [q for q in doc.queries if q.paired is not None]

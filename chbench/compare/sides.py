@@ -10,6 +10,7 @@ from typing import Any
 
 from chbench.errors import UsageError
 from chbench.explain.build import profile_run
+from chbench.replay.analysis import Backlog, backlog_of
 from chbench.results import (
     ClickHouseBenchmarkFile,
     LoadDocument,
@@ -43,6 +44,8 @@ class Side:
     profiles: dict[str, list[ProfileRun]] = field(default_factory=dict)
     # what the run could collect of them: {"counters", "operators", "runs", "notes"}
     explain: dict[str, Any] = field(default_factory=dict)
+    # a replay's: how far its statements waited on each other, one per replay file
+    backlog: list[Backlog] = field(default_factory=list)
 
 
 @dataclass
@@ -129,12 +132,13 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
 
 
 def merge_sides(parts: list[Side], label: str) -> Side:
-    """Several runs of one side (files of separate sessions) as one side: every sample
-    kept, each file's sessions (a file without them: one session) kept apart."""
+    """Several runs of one side (files of separate sessions, or replays of one workload)
+    as one side: every sample kept, each file's sessions (a file without them: one
+    session) kept apart."""
     side = Side(label=label, meta=parts[0].meta)
     for i, part in enumerate(parts):
         for name, d in part.queries.items():
-            m = side.queries.setdefault(name, SideData(sql=d.sql))
+            m = side.queries.setdefault(name, SideData(sql=d.sql, ordered=d.ordered))
             if len(d.keys) == len(d.times):  # rounds of different files are different rounds
                 m.keys += [(i * FILE_SESSIONS + session, round_no) for session, round_no in d.keys]
             m.times += d.times
@@ -148,6 +152,7 @@ def merge_sides(parts: list[Side], label: str) -> Side:
         side.set_aside += part.set_aside
         side.kept_others += part.kept_others
         side.explain = side.explain or part.explain
+        side.backlog += part.backlog
         for name, runs in part.profiles.items():  # rounds of different files are different rounds
             side.profiles.setdefault(name, []).extend(
                 ProfileRun((i * FILE_SESSIONS + r.key[0], r.key[1]), r.counters, r.operators, r.stacks) for r in runs)
@@ -186,6 +191,7 @@ def _replay_sides(path: str, doc: ReplayDocument, metric: str) -> list[Side]:
             side = Side(label=f"{t['id']}: {t.get('label') or t.get('url')} (replay)", meta=meta)
             per_hash = replay_side_data(doc.hashes, doc.samples.get(t["id"]) or {})
             side.queries = {replay_query_name(doc.hashes[i]): d for i, d in per_hash.items()}
+            side.backlog = [b for b in [backlog_of(doc.samples.get(t["id"]) or {})] if b is not None]
             sides.append(side)
     except (KeyError, TypeError, IndexError, ValueError) as e:
         raise UsageError(f"{path}: malformed chbench replay results file ({type(e).__name__}: {e})") from None

@@ -5,7 +5,7 @@ each normalized query's ratio with its interval and verdict — chbench's compar
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -91,3 +91,46 @@ def compare(hashes: list[dict[str, Any]], columns: dict[str, dict[str, Any]], op
     for row in result.queries:
         row.label = by_name.get(row.name, "")
     return result.to_json()  # kept in the replay's results file as JSON
+
+
+# A replay overloaded the server when almost none of its statements ran alone
+# and several were in flight at a time on average: its times are mostly waiting, and such
+# a replay's level moves by several times from one replay to the next. Measured
+# (bench/replay_pairs.py --only separate, 2026-12-05, one 26.9 server, 2 cores): at
+# --speed 2 every A/A replay had 2.6–38 in flight and at most 1% alone, medians 43–1,040
+# ms per replay, 15 of 48 queries flagged one replay against the next; at --speed 1,
+# 0.6–1.4 in flight and 3–49% alone, 1 of 48 flagged.
+OVERLOAD_ALONE = 0.02
+OVERLOAD_IN_FLIGHT = 2.0
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """One target's statements in one replay: how many were in flight on average (the sum
+    of their service times over the replay's span: Little's law) and what share ran with
+    no other in flight."""
+
+    in_flight: float
+    alone: float
+
+    @property
+    def overloaded(self) -> bool:
+        return self.alone < OVERLOAD_ALONE and self.in_flight >= OVERLOAD_IN_FLIGHT
+
+    def describe(self) -> str:
+        return f"{self.in_flight:.1f} statements in flight on average, {self.alone:.0%} ran alone"
+
+
+def backlog_of(col: dict[str, Any]) -> Backlog | None:
+    """A sweep over the statements in the order they were sent: one ran alone when none
+    sent before it was still running and the next was sent after it ended."""
+    service = np.asarray(col.get("service_ms") or [], dtype=float) / 1000.0
+    if len(service) < 2:
+        return None
+    start = np.asarray(col["planned_s"], dtype=float) + np.asarray(col["lateness_ms"], dtype=float) / 1000.0
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], start[order] + service[order]
+    before = np.concatenate(([-np.inf], np.maximum.accumulate(end)[:-1])) > start
+    after = np.concatenate((start[1:] < end[:-1], [False]))
+    span = float(end.max() - start.min())
+    return Backlog(float(service.sum() / span) if span > 0 else 0.0, float(np.mean(~(before | after))))

@@ -57,6 +57,10 @@ def build_report(files: list[str], opts: CompareOptions | None = None) -> Report
         elif not (len(comparable) == 1 and n_sides < 2):
             sections.append(comparison_section(build_comparison([f for f, _ in comparable], opts)))
         sections += [run_section(f, d) for f, d in comparable if isinstance(d, RunDocument)]
+    # two load files, or two replays, and nothing else to compare: compared as compare does
+    alike = [(f, d) for f, d in opened if isinstance(d, (LoadDocument, ReplayDocument))]
+    if not comparable and len(alike) == 2 and type(alike[0][1]) is type(alike[1][1]):
+        sections.append(comparison_section(build_comparison([f for f, _ in alike], opts)))
     sections += [bisect_section(d, f) for f, d in opened if isinstance(d, BisectDocument)]
     sections += [load_section(f, d) for f, d in opened if isinstance(d, LoadDocument)]
     sections += [replay_section(f, d) for f, d in opened if isinstance(d, ReplayDocument)]

@@ -9,6 +9,7 @@ from typing import Any
 
 from chbench.export.numbers import num
 from chbench.export.sections import Cell, Charts, Column, Section, Table, Text
+from chbench.replay.analysis import backlog_of
 from chbench.report.charts import chart, key
 from chbench.results.replay import ReplayDocument
 
@@ -69,6 +70,13 @@ def behind_lines(doc: ReplayDocument) -> list[str]:
                        f"started late (lateness p50 {num(p50, ',.0f')} ms, {sch.get('connections', 0):,} connections "
                        "open). The target, or this machine sending to it, could not hold that pace: its latencies "
                        "are those of an overloaded system; a lower --speed measures it at a pace it holds.")
+            continue
+        backlog = backlog_of(doc.samples.get(t["id"]) or {})  # sent on time, and waited at the server
+        if backlog is not None and backlog.overloaded:
+            out.append(f"{t['id']}'s statements waited on each other ({backlog.describe()}): the server was past "
+                       f"its capacity at {speed:g}× the captured pace, and their times are mostly waiting — a replay "
+                       "this loaded moves by several times from one replay to the next; a lower --speed measures "
+                       "the workload at a pace the server holds.")
     return out
 
 

@@ -139,6 +139,9 @@ class QueryComparison:
     # separate runs: slower in this run, whose machine the probes show busier ("A"/"B"):
     # made unstable for it (stats/compare.py, _busier_machine)
     busier_machine: str | None = None
+    # separate replays: slower in this side's replay, which overloaded the server ("A"/"B"):
+    # made unstable for it (compare/build.py, _overloaded)
+    overloaded_replay: str | None = None
 
     @property
     def tested(self) -> bool:
