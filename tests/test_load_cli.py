@@ -3,6 +3,7 @@ clickhouse-benchmark 18.16."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shutil
@@ -114,6 +115,31 @@ def test_comparison_mode_same_server_twice_and_two_different_servers(modern, leg
     assert diff.code == 0, diff.stderr
     assert re.search(r"t-test on means: difference of [+-]\d+\.\d% ± \d+\.\d% at 98%", diff.stderr), diff.stderr
     assert re.search(r"rank-based, as chbench compare\): [+-]\d+\.\d% \[.*\]: (slower|faster)", diff.stderr)
+
+
+def test_separate_load_files_compare_as_separate_runs(modern, tmp_path):
+    """Two load files made apart get the between-run allowance, several a side are
+    sessions (``--vs``), their shuffled latencies are read in no order, and what to do
+    next is said in load's words."""
+    files = []
+    for i in range(3):
+        out = tmp_path / f"l{i}.json"
+        r = run_cli("load", "--target", modern.http_url, "-q", "SELECT sum(number) FROM numbers(300000)", "-q",
+                    "SELECT count() FROM numbers(200000) WHERE number % 3 = 1", "-i", "200", "-d", "0", "--quiet",
+                    "--out", str(out))
+        assert r.code == 0, r.stderr
+        files.append(str(out))
+    for args in ([files[0], files[1]], [files[0], "--vs", files[1], files[2]]):
+        r = run_cli("compare", *args, "--format", "json")
+        assert r.code in (0, 1), r.stderr
+        doc = json.loads(r.stdout)
+        assert all(q["between_run_sd"] > 0 for q in doc["queries"])  # separate runs: the allowance applies
+        assert not any(w in " ".join(q["reasons"]) for q in doc["queries"] for w in ("drifting", "bimodal"))
+        said = " ".join(doc["findings"] + doc["notes"])
+        assert "--iterations" not in said and "--sessions" not in said and "--setting-b" not in said
+    assert any("1 session(s) of A and 2 of B" in n for n in doc["notes"])
+    # two queries and no probes in a load file: a change cannot be told from the machine's level
+    assert not any(q["verdict"] in ("slower", "faster") for q in doc["queries"])
 
 
 def test_concurrency_sweep_reports_each_level_and_the_knee(modern, tmp_path):

@@ -461,12 +461,22 @@ def test_compare_reads_replays_one_file_of_two_targets_or_two_replays_made_apart
 
 
 def _retimed(src: Path, dst: Path, slower: float, overlap: bool) -> None:
-    """A copy of a real replay file whose statements took ``slower`` times as long: all
-    sent at once (every one waits on the others: the replay overloaded the server), or one
-    after another with a millisecond between (each ran alone)."""
+    """A copy of a real replay file with each normalized query split in two (every other
+    statement under a second hash: six queries, enough for a shift all share to be seen),
+    the first query's two halves taking ``slower`` times as long and the others within
+    ±2% of theirs; its statements all sent at once (each waits on the others: the replay
+    overloaded the server), or one after another with a millisecond between (each ran
+    alone)."""
     doc = json.loads(src.read_text())
-    col = doc["samples"]["A"]
-    col["service_ms"] = [v * slower for v in col["service_ms"]]
+    col, n = doc["samples"]["A"], len(doc["hashes"])
+    doc["hashes"] += [{**h, "hash": "1" + str(h["hash"])[1:][::-1]} for h in doc["hashes"]]
+    seen: dict[int, int] = {}
+    for k, h in enumerate(col["hash"]):
+        seen[h] = seen.get(h, 0) + 1
+        col["hash"][k] = h + n * (seen[h] % 2)
+    others = [1.0, 1.01, 0.99, 1.02, 0.98] if slower != 1.0 else [1.0]
+    col["service_ms"] = [v * (slower if h % n == 0 else others[h % len(others)])
+                         for v, h in zip(col["service_ms"], col["hash"], strict=True)]
     col["lateness_ms"] = [0.0] * len(col["service_ms"])
     at, planned = 0.0, []
     for ms in col["service_ms"]:
@@ -478,12 +488,13 @@ def _retimed(src: Path, dst: Path, slower: float, overlap: bool) -> None:
 
 def test_separate_replays_that_overloaded_the_server_are_not_told_from_a_change(
         log_server: ModernServer, captured: dict[str, Any], tmp_path: Path) -> None:
-    """Two replays made apart, B's statements 10x as long (a speed-4 replay spreads
-    widely): with B's sent all at once (the replay overloaded the server: nothing ran
-    alone) its slower queries are `unstable` and the finding says why; the same times one
-    after another stand as `slower`. With several replays per side (``--vs``, each a
-    session), a side that overloaded it where the other did not is a difference the
-    sessions show."""
+    """Two replays made apart, one query of B (two of its six after the split) 10x as long
+    (a speed-4 replay spreads widely): with B's statements sent all at once (the replay
+    overloaded the server: nothing ran alone) those queries are `unstable` and the
+    finding says why; the same times one after another stand as `slower`. With several
+    replays per side (``--vs``, each a session), a side that overloaded it where the other
+    did not is a difference the sessions show. With three queries (the capture as it is)
+    nothing tells a change from the machine's level between the files: `unstable`."""
     from chbench.replay.analysis import backlog_of
 
     one = tmp_path / "one.json"
@@ -505,7 +516,7 @@ def test_separate_replays_that_overloaded_the_server_are_not_told_from_a_change(
 
     fell_behind, stood = compare(str(again), str(behind)), compare(str(again), str(apart))
     slower = [q["name"] for q in stood["queries"] if q["verdict"] == "slower"]
-    assert slower and stood["summary"]["verdicts"].get("slower") == len(slower)
+    assert len(slower) == 2 and stood["summary"]["verdicts"].get("slower") == 2
     rows = {q["name"]: q for q in fell_behind["queries"]}
     for name in slower:
         assert rows[name]["verdict"] == "unstable" and rows[name]["vs_one"]["verdict"] == "slower"
@@ -514,8 +525,7 @@ def test_separate_replays_that_overloaded_the_server_are_not_told_from_a_change(
     assert any("whose replay overloaded the server" in f and "--vs" in f for f in fell_behind["findings"])
     assert any(n.startswith("the replays: A ") and "0% ran alone" in n for n in fell_behind["notes"])
     assert not any("--iterations" in f or "--sessions" in f for f in fell_behind["findings"] + fell_behind["notes"])
-    # several replays per side: sessions; A's never overloaded it, one of B's did (the real
-    # replay at --speed 4 overloaded it too: 15 in flight, none alone, when this was written)
+    # several replays per side: sessions; A's never overloaded it, one of B's did
     again2 = tmp_path / "again2.json"
     _retimed(one, again2, 1.02, overlap=False)
     sessions = compare(str(again), str(again2), "--vs", str(behind), str(apart))
@@ -527,8 +537,20 @@ def test_separate_replays_that_overloaded_the_server_are_not_told_from_a_change(
     text = md.read_text()
     assert "## Comparison" in text and "whose replay overloaded the server" in text
     assert "A's statements waited on each other" in text  # behind.json's own section: it is side A there
+    # the capture's three queries, all 10x: too few to see a shift all share, and no probes
+    three = compare(str(one), str(tmp_path / "x10.json")) if _scaled(one, tmp_path / "x10.json", 10.0) else {}
+    assert {q["verdict"] for q in three["queries"]} == {"unstable"}
+    assert all("machine's level" in q["reasons"][0] for q in three["queries"])
     r = run_cli("compare", str(one), "--vs", str(captured["path"]))
     assert_one_line_error(r)
+
+
+def _scaled(src: Path, dst: Path, factor: float) -> bool:
+    doc = json.loads(src.read_text())
+    doc["samples"]["A"]["service_ms"] = [v * factor for v in doc["samples"]["A"]["service_ms"]]
+    dst.write_text(json.dumps(doc))
+    return True
+
 
 def test_legacy_server_capture_and_replay(legacy: LegacyServer, tmp_path: Path) -> None:
     """18.16 logs with log_queries=1, without microsecond starts, databases or hashes:

@@ -140,21 +140,27 @@ def test_failed_queries_are_samples_and_the_run_goes_on():
 
 
 def test_comparison_of_two_scripted_runs(tmp_path):
-    """A known 20% shift is slower; the same noise twice is no change."""
-    def runs(factor: float, seed: int) -> str:
-        rng = random.Random(seed)
-        target = FakeTarget(lambda call: 100.0 * factor * (1 + 0.02 * rng.gauss(0, 1)))
-        out = tmp_path / f"{factor}-{seed}.json"
+    """One query of five 20% slower is `slower`; the same noise twice is no change. All
+    three 20% slower together is the machine's level or the engine's, not told apart:
+    these files hold no probes, and three queries show no shift all share."""
+    def runs(factor: float, seed: int, names: tuple[str, ...] = ("s1", "q2", "q3", "q4", "q5")) -> str:
+        rng = random.Random(seed)  # the queries named s… take `factor` times as long
+        target = FakeTarget(lambda call: 100.0 * (factor if "'s" in call.sql else 1.0) * (1 + 0.02 * rng.gauss(0, 1)))
+        out = tmp_path / f"{factor}-{seed}-{len(names)}.json"
         # scripted times owe nothing to the machine: no probes, whose reading of whatever else
         # the machine does would make one run "busier" and rightly qualify its verdicts
-        run_plan(_plan((target, _workload("q1", "q2", "q3"), {}), iterations=20, probes=False), str(out),
-                 Progress())
+        run_plan(_plan((target, _workload(*names), {}), iterations=20, probes=False), str(out), Progress())
         return str(out)
 
     base, same, slower = runs(1.0, 1), runs(1.0, 2), runs(1.2, 3)
-    verdicts = {r.verdict for r in build_comparison([base, slower]).doc.queries}
-    assert verdicts == {"slower"}
+    verdicts = {r.name: r.verdict for r in build_comparison([base, slower]).doc.queries}
+    assert verdicts["s1"] == "slower" and "slower" not in [v for n, v in verdicts.items() if n != "s1"]
     assert all(r.verdict in ("no change", "unstable") for r in build_comparison([base, same]).doc.queries)
+    three = ("s1", "s2", "s3")  # every query slower
+    together = build_comparison([runs(1.0, 4, three), runs(1.2, 5, three)]).doc
+    assert [r.verdict for r in together.queries] == ["unstable"] * 3
+    assert all(r.vs_one is not None and r.vs_one.verdict == "slower" for r in together.queries)
+    assert any("between files that hold nothing of the machine" in f for f in together.findings)
 
 
 # -- issue 24: paired adaptive stopping, probes that do not disturb, rounds set aside ------------

@@ -107,7 +107,7 @@ def load_sides(path: str, metric: str) -> Sides:
 # replay too: 14 A/A pairs of consecutive replays of one workload (4 normalized queries,
 # one 26.9 server, bench/replay_pairs.py's files) flagged 6 of 56 queries without it, 1
 # with it (2026-12-05).
-RAW_SEPARATE = ("chbench", "chbench-replay")
+RAW_SEPARATE = ("chbench", "chbench-replay", "chbench-load")
 
 
 def _pick(files: list[str], metric: str) -> tuple[Side, Side, list[Sides], list[str]]:
@@ -137,11 +137,11 @@ def _pick_many(files: list[str], vs: list[str], metric: str) -> tuple[Side, Side
     loaded: list[Sides] = []
     for group in (files, vs):
         runs = [load_sides(f, metric) for f in group]
-        for f in runs:  # each file a session of its side: runs, or replays of one workload
+        for f in runs:  # each file a session of its side: runs, replays of one workload, or loads
             if f.format not in RAW_SEPARATE:
-                raise UsageError(f"{f.path}: several files per side take chbench run or replay files only")
+                raise UsageError(f"{f.path}: several files per side take chbench run, replay or load files only")
             if f.format != runs[0].format or (loaded and f.format != loaded[0].format):
-                raise UsageError(f"{f.path}: several files per side must all be run files or all replay files")
+                raise UsageError(f"{f.path}: several files per side must all be of one kind (run, replay or load)")
             if len(f.sides) > 1:
                 notes.append(f"{f.path} holds {len(f.sides)} sides; its first ({f.sides[0].label}) is used")
         names = ", ".join(Path(f).name for f in group)
@@ -269,7 +269,7 @@ def _between_run_note(a: Side, b_queries: dict[str, Any], factor: float, advice:
         return (f"between-run spread measured from {na} session(s) of A and {nb} of B (each query's session "
                 "medians)")
     return (f"one session per side: the between-run spread is guessed as {factor:g} × each query's run-to-run "
-            f"spread (--between-run-factor); {advice.sessions or 'several sessions per side'} would measure it")
+            f"spread (--between-run-factor); {advice.sessions} would measure it")
 
 
 def _say_between_run(notes: list[str], result: Any, stats: Options, advice: Advice) -> None:

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 
 from chbench.compare.document import ComparisonDoc
+from chbench.stats.compare import LEVEL_UNKNOWN
 from chbench.stats.verdict import UNSTABLE, QueryComparison, pct
 
 
@@ -18,7 +19,7 @@ class Advice:
 
     side_by_side: str  # both sides measured at once
     more: str  # more of the same, for the sides of one file (with its verb)
-    sessions: str | None  # several sessions per side, for separate files (None: none to give)
+    sessions: str  # several sessions per side, for separate files
 
 
 ADVICE = {
@@ -29,7 +30,7 @@ ADVICE = {
                              "a longer capture (more statements of each query) narrows it",
                              "several replays per side (compare R1 R2 R3 --vs R4 R5 R6)"),
     "chbench-load": Advice("one load of both targets (chbench load --target A --target B)",
-                           "a longer load (-t) narrows it", None),
+                           "a longer load (-t) narrows it", "several loads per side (compare L1 L2 L3 --vs L4 L5 L6)"),
 }
 
 
@@ -39,7 +40,7 @@ def advice_for(formats: list[str]) -> Advice:
 
 
 def measure_with(advice: Advice) -> str:
-    return f"measure with {advice.sessions}, or side by side" if advice.sessions else "measure side by side"
+    return f"measure with {advice.sessions}, or side by side"
 
 
 def _queries(n: int) -> str:
@@ -55,16 +56,24 @@ def sessions_needed(sd: float, half: float, most: int = 30) -> str:
     return f"about {k}" if k else f"more than {most}"
 
 
-def _overloaded(rows: list[QueryComparison], advice: Advice) -> list[str]:
-    """Queries slower in a replay that overloaded the server (compare/build.py), by side."""
+def _not_told(doc: ComparisonDoc, advice: Advice) -> tuple[list[str], list[QueryComparison]]:
+    """Queries beyond the threshold not told apart from a replay's backlog (by side), or
+    from the machine's level between files that say nothing of it; and those queries."""
     out = []
+    rows = [q for q in doc.queries if q.verdict == UNSTABLE and q.overloaded_replay]
     for side in sorted({q.overloaded_replay for q in rows if q.overloaded_replay}):
         hit = [q for q in rows if q.overloaded_replay == side]
         out.append(f"{_queries(len(hit))} slower in {side}, whose replay overloaded the server (its times are "
                    f"mostly waiting; such a replay's level moves by several times from one replay to the next): "
                    f"not told apart from it ({', '.join(q.name for q in hit[:5])}); measure with "
-                   f"{advice.sessions or 'several replays per side'}, or replay at a lower --speed")
-    return out
+                   f"{advice.sessions}, or replay at a lower --speed")
+    unknown = [q for q in doc.queries if q.verdict == UNSTABLE and q.reasons and LEVEL_UNKNOWN in q.reasons[0]]
+    if unknown:
+        out.append(f"{_queries(len(unknown))} beyond ±{doc.summary.threshold:.0%} between files that hold nothing of "
+                   f"the machine and too few queries to show a shift all share "
+                   f"({', '.join(q.name for q in unknown[:5])}): not told apart from the machine's level; "
+                   f"{measure_with(advice)}")
+    return out, rows + unknown
 
 
 def findings(doc: ComparisonDoc, separate: bool, advice: Advice = ADVICE["chbench"]) -> list[str]:
@@ -106,9 +115,9 @@ def findings(doc: ComparisonDoc, separate: bool, advice: Advice = ADVICE["chbenc
     elif qualified:
         out.append(f"{_queries(len(qualified))} slower in {busier}, which ran on the "
                    f"busier machine: not told apart from the machine ({', '.join(q.name for q in qualified[:5])})")
-    overloaded = [q for q in doc.queries if q.verdict == UNSTABLE and q.overloaded_replay]
-    out += _overloaded(overloaded, advice)
-    unstable = [q for q in doc.queries if q.verdict == UNSTABLE and q not in qualified and q not in overloaded]
+    lines, said = _not_told(doc, advice)
+    out += lines
+    unstable = [q for q in doc.queries if q.verdict == UNSTABLE and q not in qualified and q not in said]
     uneven = [q for q in unstable if any("uneven effect" in r for r in q.reasons)]
     if uneven:
         out.append(f"{_queries(len(uneven))} moved unlike the rest while the machine moved them all "
@@ -134,7 +143,7 @@ def findings(doc: ComparisonDoc, separate: bool, advice: Advice = ADVICE["chbenc
         unstable = [q for q in unstable if q not in hit]
     if unstable:
         sessions = any(q.between_run is not None and "sessions" in q.between_run.source for q in unstable)
-        several = "" if sessions or not advice.sessions else f" or {advice.sessions}"
+        several = "" if sessions else f" or {advice.sessions}"
         what_next = f"{advice.side_by_side}{several} narrows it" if separate else advice.more
         out.append(f"{_queries(len(unstable))} unstable: noise wider than the ±{s.threshold:.0%} a verdict "
                    f"needs; {what_next}")

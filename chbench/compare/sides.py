@@ -178,6 +178,12 @@ def without_round_factors(side: Side) -> RoundFactors | None:
     return take_out(side.queries)
 
 
+def _not_profiled(what: str) -> dict[str, Any]:
+    return {"counters": False, "operators": False, "runs": 0,
+            "notes": [f"{what} collects no server profiles: measure the query with chbench run (side by side, or "
+                      "before and after) for chbench explain's counters and operator times"]}
+
+
 def _replay_sides(path: str, doc: ReplayDocument, metric: str) -> list[Side]:
     """One side per target of a replay; a query per normalized hash (its name and the
     hash's first digits: two hashes can share a name, and two replays of one workload
@@ -188,7 +194,8 @@ def _replay_sides(path: str, doc: ReplayDocument, metric: str) -> list[Side]:
     sides = []
     try:
         for t in doc.targets:
-            side = Side(label=f"{t['id']}: {t.get('label') or t.get('url')} (replay)", meta=meta)
+            side = Side(label=f"{t['id']}: {t.get('label') or t.get('url')} (replay)", meta=meta,
+                        explain=_not_profiled("a replay"))
             per_hash = replay_side_data(doc.hashes, doc.samples.get(t["id"]) or {})
             side.queries = {replay_query_name(doc.hashes[i]): d for i, d in per_hash.items()}
             side.backlog = [b for b in [backlog_of(doc.samples.get(t["id"]) or {})] if b is not None]
@@ -244,11 +251,13 @@ def _load_sides(path: str, doc: LoadDocument, metric: str) -> list[Side]:
     sides = []
     try:
         for host in level.hosts:
-            side = Side(label=f"{host.label} (load, concurrency {level.concurrency})", meta=doc.meta.to_json())
+            side = Side(label=f"{host.label} (load, concurrency {level.concurrency})", meta=doc.meta.to_json(),
+                        explain=_not_profiled("a load"))
             for q in host.queries:
                 times = Histogram.from_json(q["histogram"]).expand(5000)
                 random.Random(0).shuffle(times)  # run order is not kept: no false drift from sorted values
-                data = SideData(sql=sqls.get(q["index"]), times=times, errors=int(q.get("errors", 0)))
+                # ... nor from several files' times one after another (--vs): no order at all
+                data = SideData(sql=sqls.get(q["index"]), times=times, errors=int(q.get("errors", 0)), ordered=False)
                 data.client_times = list(data.times)
                 if data.errors:
                     data.error_sample = next(iter((q.get("error_messages") or {}).values()), None)

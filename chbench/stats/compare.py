@@ -42,6 +42,7 @@ from chbench.stats.verdict import (
     SideSummary,
     count_verdicts,
     finite_ratio,
+    pct,
 )
 
 Z95 = 1.959963984540054
@@ -262,6 +263,8 @@ def compare_queries(
         apply_shift(rows, against, tested, shift, opts.threshold, separate=separate)
     elif widen:
         rows, boots, tested = _judge(names, side_a, side_b, opts, np.random.default_rng(SEED), widen)
+    elif opts.separate and machine is None:
+        _level_unknown(rows, tested)
     if machine and (machine.get("busier") or machine.get("maybe_busier")) in ("A", "B"):
         _busier_machine(rows, tested, machine)
     if unpaired is not None:
@@ -570,6 +573,35 @@ def _verdicts(rows: list[QueryComparison], tested: list[int], opts: Options, wid
         row.reason = short_reason(row, own.threshold, eff_thr)
         if widen and row.verdict in (SLOWER, FASTER, UNSTABLE):
             row.flags.append("machine itself changed between the runs: verdict qualified")
+
+
+LEVEL_UNKNOWN = "the machine's level between these files"
+
+
+def _level_unknown(rows: list[QueryComparison], tested: list[int]) -> None:
+    """Separate files that hold nothing of the machine (no probes, no calibration query:
+    load files, replays, runs without them) and too few queries for a shift all share to
+    be seen (``stats/shift.py``): a query beyond the threshold cannot be told from the
+    machine's level, unless sessions of each side measured it. Measured (2026-12-05,
+    consecutive 4–5 s closed-loop load runs, -c 2, one 26.9 server): with two queries 3 of
+    10 A/A queries flagged (+42% and +36% together in one pair); with six, none of 36."""
+    from chbench.stats.shift import MIN_QUERIES
+
+    judged = [i for i in tested if finite_ratio(rows[i]) is not None]
+    if len(judged) >= MIN_QUERIES:
+        return
+    for i in judged:
+        r = rows[i]
+        if r.verdict not in FLAGGED or (r.between_run is not None and "sessions" in r.between_run.source):
+            continue
+        r.vs_one = Evidence(r.verdict, ci=r.ci, p_adjusted=r.p_adjusted, reasoning=r.reasoning)
+        r.verdict = UNSTABLE
+        r.reasons.insert(0, f"{pct(r.ratio or 1.0)}, and nothing tells it from {LEVEL_UNKNOWN}: they hold no "
+                            f"machine probes or calibration queries, and {len(judged)} quer"
+                            f"{'y' if len(judged) == 1 else 'ies'} cannot show a shift all share "
+                            f"({MIN_QUERIES} needed)")
+        r.reasoning = "cannot tell a change from the machine: " + r.reasons[0]
+        r.reason = "machine's level unknown"
 
 
 def _busier_machine(rows: list[QueryComparison], tested: list[int], machine: dict[str, Any]) -> None:
