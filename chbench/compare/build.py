@@ -106,7 +106,8 @@ def load_sides(path: str, metric: str) -> Sides:
 # (measured from the queries' scatter, else guessed from each query's spread) applies. A
 # replay too: 14 A/A pairs of consecutive replays of one workload (4 normalized queries,
 # one 26.9 server, bench/replay_pairs.py's files) flagged 6 of 56 queries without it, 1
-# with it (2026-12-05).
+# with it (2026-12-05). Load files too: two consecutive A/A load runs called a query
+# `slower` +5.1% [+3.2%, +7.2%] without it (docs/measured.md, "Separate load files").
 RAW_SEPARATE = ("chbench", "chbench-replay", "chbench-load")
 
 
