@@ -264,7 +264,8 @@ def compare_queries(
     elif widen:
         rows, boots, tested = _judge(names, side_a, side_b, opts, np.random.default_rng(SEED), widen)
     elif opts.separate and machine is None:
-        _level_unknown(rows, tested)
+        _level_unknown(rows, tested, [i for i, n in enumerate(names) if n in side_a and n in side_b
+                                      and len(side_a[n].sessions) >= 2 and len(side_b[n].sessions) >= 2])
     if machine and (machine.get("busier") or machine.get("maybe_busier")) in ("A", "B"):
         _busier_machine(rows, tested, machine)
     if unpaired is not None:
@@ -578,13 +579,16 @@ def _verdicts(rows: list[QueryComparison], tested: list[int], opts: Options, wid
 LEVEL_UNKNOWN = "the machine's level between these files"
 
 
-def _level_unknown(rows: list[QueryComparison], tested: list[int]) -> None:
+def _level_unknown(rows: list[QueryComparison], tested: list[int], measured: list[int]) -> None:
     """Separate files that hold nothing of the machine (no probes, no calibration query:
     load files, replays, runs without them) and too few queries for a shift all share to
     be seen (``stats/shift.py``): a query beyond the threshold cannot be told from the
-    machine's level, unless sessions of each side measured it. Measured (2026-12-05,
-    consecutive 4–5 s closed-loop load runs, -c 2, one 26.9 server): with two queries 3 of
-    10 A/A queries flagged (+42% and +36% together in one pair); with six, none of 36."""
+    machine's level, unless two sessions or more on each side measured it (``measured``).
+    Measured (2026-12-05, consecutive 4–5 s closed-loop load runs, -c 2, one 26.9
+    server): with two queries 3 of 10 A/A queries flagged (+42% and +36% together in one
+    pair); with six, none of 36. One load file against two was called `faster` −17%
+    [−22%, −12%] in an A/A: the two sessions' medians fell in one histogram bucket, a
+    between-session spread of 0 on one degree of freedom."""
     from chbench.stats.shift import MIN_QUERIES
 
     judged = [i for i in tested if finite_ratio(rows[i]) is not None]
@@ -592,7 +596,7 @@ def _level_unknown(rows: list[QueryComparison], tested: list[int]) -> None:
         return
     for i in judged:
         r = rows[i]
-        if r.verdict not in FLAGGED or (r.between_run is not None and "sessions" in r.between_run.source):
+        if r.verdict not in FLAGGED or i in measured:
             continue
         r.vs_one = Evidence(r.verdict, ci=r.ci, p_adjusted=r.p_adjusted, reasoning=r.reasoning)
         r.verdict = UNSTABLE
