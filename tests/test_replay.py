@@ -536,7 +536,9 @@ def test_separate_replays_that_overloaded_the_server_are_not_told_from_a_change(
     assert run_cli("report", str(again), str(behind), "--markdown", str(md)).code == 0
     text = md.read_text()
     assert "## Comparison" in text and "whose replay overloaded the server" in text
-    assert "A's statements waited on each other" in text  # behind.json's own section: it is side A there
+    # behind.json's own section (side A there) says it was overloaded: by its statements, or by
+    # the real replay's own late sends its schedule kept (--speed 4 here fell behind too)
+    assert "A's statements waited on each other" in text or "A fell behind at 4×" in text
     # the capture's three queries, all 50x: too few to see a shift all share, and no probes
     three = compare(str(one), str(tmp_path / "x50.json")) if _scaled(one, tmp_path / "x50.json", 50.0) else {}
     assert {q["verdict"] for q in three["queries"]} == {"unstable"}
