@@ -531,6 +531,10 @@ def test_separate_replays_that_overloaded_the_server_are_not_told_from_a_change(
     sessions = compare(str(again), str(again2), "--vs", str(behind), str(apart))
     assert any("2 session(s) of A and 2 of B" in n for n in sessions["notes"])
     assert not any("overloaded" in (q.get("reason") or "") for q in sessions["queries"])
+    # one replay of A against two of B: B's sessions measure B's level only, not A's against it
+    lopsided = compare(str(again), "--vs", str(behind), str(apart))
+    assert "slower" not in lopsided["summary"]["verdicts"]
+    assert any("B's replay overloaded the server" in (q.get("reason") or "") for q in lopsided["queries"])
     # a report of the two replays compares them as compare does, and says what B's replay did
     md = tmp_path / "r.md"
     assert run_cli("report", str(again), str(behind), "--markdown", str(md)).code == 0

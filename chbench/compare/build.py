@@ -19,7 +19,14 @@ from chbench.errors import UsageError
 from chbench.explain.build import explain_rows
 from chbench.plan import rounds_to_show_a_change
 from chbench.results import open_results
-from chbench.stats.compare import BETWEEN_RUN_FACTOR, MEASURED_FROM, Options, compare_queries, machine_change
+from chbench.stats.compare import (
+    BETWEEN_RUN_FACTOR,
+    MEASURED_FROM,
+    Options,
+    compare_queries,
+    machine_change,
+    sessions_measure_level,
+)
 from chbench.stats.machine import describe, difference, reference_change, summarize
 from chbench.stats.verdict import (
     FASTER,
@@ -308,8 +315,9 @@ def _overloaded(result: ComparisonResult, a: Side, b: Side) -> None:
     over = {k: side for k, side in (("A", a), ("B", b)) if any(x.overloaded for x in side.backlog)}
     for r in result.queries:
         side = "B" if r.verdict == SLOWER else "A" if r.verdict == FASTER else None
-        sessions = r.between_run is not None and "sessions" in r.between_run.source
-        if side not in over or (sessions and len(over) < 2):
+        measured = r.name in a.queries and r.name in b.queries and \
+            sessions_measure_level(a.queries[r.name], b.queries[r.name])
+        if side not in over or (measured and len(over) < 2):
             continue
         r.vs_one = r.vs_one or Evidence(r.verdict, ci=r.ci, p_adjusted=r.p_adjusted, reasoning=r.reasoning)
         r.verdict, r.overloaded_replay = UNSTABLE, side

@@ -98,8 +98,9 @@ def compare(hashes: list[dict[str, Any]], columns: dict[str, dict[str, Any]], op
 # a replay's level moves by several times from one replay to the next. Measured
 # (bench/replay_pairs.py --only separate, 2026-12-05, one 26.9 server, 2 cores): at
 # --speed 2 every A/A replay had 2.6–38 in flight and at most 1% alone, medians 43–1,040
-# ms per replay, 15 of 48 queries flagged one replay against the next; at --speed 1,
-# 0.6–1.4 in flight and 3–49% alone, 1 of 48 flagged.
+# ms per replay, 15 of 48 queries flagged one replay against the next; at --speed 1, over
+# two runs, 0.6–1.8 in flight and 0–49% alone (never both past the thresholds below), 1
+# and 0 of 48 flagged.
 OVERLOAD_ALONE = 0.02
 OVERLOAD_IN_FLIGHT = 2.0
 

@@ -265,7 +265,7 @@ def compare_queries(
         rows, boots, tested = _judge(names, side_a, side_b, opts, np.random.default_rng(SEED), widen)
     elif opts.separate and machine is None:
         _level_unknown(rows, tested, [i for i, n in enumerate(names) if n in side_a and n in side_b
-                                      and len(side_a[n].sessions) >= 2 and len(side_b[n].sessions) >= 2])
+                                      and sessions_measure_level(side_a[n], side_b[n])])
     if machine and (machine.get("busier") or machine.get("maybe_busier")) in ("A", "B"):
         _busier_machine(rows, tested, machine)
     if unpaired is not None:
@@ -464,6 +464,13 @@ def _pooled(a: list[float], b: list[float]) -> tuple[float, float, int] | None:
     ss = sum(float(np.sum((np.asarray(v) - np.mean(v)) ** 2)) for v in (a, b))
     sd = math.sqrt(ss / df)
     return sd, sd * math.sqrt(1 / len(a) + 1 / len(b)), df
+
+
+def sessions_measure_level(a: SideData, b: SideData) -> bool:
+    """Whether the sessions measure how far each side's level moves between runs: two or
+    more on *each* side (one side's sessions say nothing of the other's level; an A/A of one
+    load file against two was called `faster`, see ``_level_unknown``)."""
+    return len(a.sessions) >= 2 and len(b.sessions) >= 2
 
 
 def between_sessions(a: SideData, b: SideData) -> tuple[float, int] | None:
