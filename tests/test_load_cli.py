@@ -68,9 +68,7 @@ def test_intermediate_reports_and_multi_line_script(modern, tmp_path):
                 "--precise", "--out", str(tmp_path / "o.json"), stdin=script)
     assert r.code == 0, r.stderr
     assert "Loaded 2 queries." in r.stderr
-    # clickhouse-benchmark's --precise (PR 86684) runs, and says its weighting is not what these intervals do
-    warning = [ln for ln in r.stderr.splitlines() if ln.startswith("chbench: warning: --precise")]
-    assert len(warning) == 1 and "not implemented" in warning[0]
+    assert "warning" not in r.stderr  # clickhouse-benchmark's --precise (PR 86684) is what the intervals do
     assert r.stderr.count("Queries executed:") >= 3  # two intermediate reports and the final one
     doc = load(tmp_path / "o.json")
     assert doc["kind"] == "load" and doc["status"] == "complete"
@@ -79,6 +77,23 @@ def test_intermediate_reports_and_multi_line_script(modern, tmp_path):
     assert doc["queries"][0]["sql"] == "SELECT\n  number\nFROM numbers(5)"  # one query over three lines
     counts = [q["queries"] for q in lvl["hosts"][0]["queries"]]
     assert len(counts) == 2 and abs(counts[0] - counts[1]) <= 1  # in order: alternating
+
+
+def test_precise_intervals_count_each_query_by_its_time_in_them(modern, tmp_path):
+    """Queries of 0.7 s, one at a time, 1 s intervals: an interval holds one or two of
+    them by where its boundaries fall (QPS 1 or 2 without --precise); weighted by their
+    time in it, each full interval reads the run's own rate."""
+    r = run_cli("load", "--target", modern.http_url, "-q", "SELECT sleep(0.7)", "-d", "1", "-t", "4.5", "--precise",
+                "--out", str(tmp_path / "p.json"))
+    assert r.code == 0, r.stderr
+    qps = [float(x) for x in re.findall(r"QPS: ([\d.]+)", r.stderr)]
+    *intermediate, total = qps
+    assert len(intermediate) >= 4
+    assert all(abs(q / total - 1) < 0.05 for q in intermediate[:-1]), qps  # the last one is partial
+    finished = [int(x) for x in re.findall(r"queries: (\d+)", r.stderr)]
+    assert sum(finished[:-1]) == finished[-1] and set(finished[:-2]) <= {1, 2}
+    rows = load(tmp_path / "p.json")["levels"][0]["timeline"]
+    assert [row["qps"] for row in rows[:-1]] == pytest.approx(intermediate[:-1], rel=0.01)
 
 
 def test_comparison_mode_same_server_twice_and_two_different_servers(modern, legacy, tmp_path):
@@ -324,6 +339,7 @@ def test_load_results_feed_compare(modern, tmp_path):
         ([], "", "no queries"),
         (["--queries", "/nonexistent.sql"], "", "query file not found"),
         (["--workers", "2"], "SELECT 1\n", "needs a server target"),
+        (["--master", "--precise", "--target", "http://127.0.0.1:1"], "SELECT 1\n", "not with --master"),
         (["-h", "a", "-h", "b", "-p", "1", "-p", "2", "-p", "3"], "SELECT 1\n", "give as many of each"),
     ],
 )

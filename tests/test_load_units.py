@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from chbench.cli import parse
+from chbench.load.intervals import Intervals
 from chbench.load.recorder import Recorder, Stats
 from chbench.load.summary import knee
 from chbench.stats.histogram import N_BUCKETS, Histogram, bucket_bounds, bucket_of
@@ -170,3 +171,34 @@ def test_no_worker_gets_a_share_of_zero_iterations():
     assert isinstance(local_source(cfg, [{}], 2), LocalSource)
     cfg.iterations = 5
     assert isinstance(local_source(cfg, [{}], 2), ProcessSource)
+
+
+def test_precise_intervals_weigh_each_query_by_its_time_in_them():
+    """--precise (clickhouse-benchmark's PR 86684): a query's weights over the intervals
+    its span overlapped sum to 1; its latency, count and errors stay where it finished;
+    an interval waits for the queries started in it, read after its end."""
+    rec = Recorder(0.0, open_loop=False, spans=True)
+    iv = Intervals(0.0, precise=True)
+    rec.ok((0, 0), 700.0, 700.0, 10, 100, 1, 8, (0.5, 1.2))  # 0.5 in [0, 1), 0.2 in [1, 2)
+    rec.ok((0, 0), 0.0, 0.0, 1, 1, 1, 1, (0.9, 0.9))  # no measurable time: all of it where it finished
+    iv.close(1.0)
+    assert iv.ready({"read_at": 0.99, "oldest": None}, done=False) == []  # read before its end: not yet
+    assert iv.ready({"read_at": 1.05, "oldest": 0.5}, done=False) == []  # a query it started is in flight
+    part = rec.swap()
+    iv.add(part)
+    assert all(st.spans is None for st in part.values())  # taken out before the totals see them
+    iv.close(2.0)
+    first, second = iv.ready({"read_at": 2.1, "oldest": None}, done=False)
+    a, b = Intervals.stats_by_host(first)[0], Intervals.stats_by_host(second)[0]
+    assert a.counted().queries == pytest.approx(1 + 0.5 / 0.7) and b.counted().queries == pytest.approx(0.2 / 0.7)
+    assert a.counted().read_bytes + b.counted().read_bytes == pytest.approx(101)
+    assert a.queries == 0 and b.queries == 2 and b.hist.count == 2  # both finished in the second
+    # without --precise: what finished, at once, counted whole
+    plain = Intervals(0.0, precise=False)
+    rec = Recorder(0.0, open_loop=False)
+    rec.ok((0, 0), 700.0, 700.0, 10, 100, 1, 8, (0.5, 1.2))
+    plain.close(1.0)
+    plain.add(rec.swap())
+    plain.close(2.0)
+    done = plain.ready({"read_at": 0.0, "oldest": 0.0}, done=False)
+    assert [Intervals.stats_by_host(i).get(0, Stats()).counted().queries for i in done] == [0, 1]

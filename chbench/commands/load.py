@@ -85,8 +85,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seconds between intermediate reports (0: none)")
     c.add_argument("--cumulative", action="store_true", help="intermediate reports over the whole run so far")
     c.add_argument("--precise", action="store_true",
-                   help="clickhouse-benchmark's overlap-weighted interval reports: accepted so its command lines "
-                        "run, not implemented (a query counts in the interval it finished in; totals are the same)")
+                   help="intermediate reports weight each query by its time in the interval, as clickhouse-benchmark's "
+                        "--precise (an interval is printed once the queries started in it have answered)")
     c.add_argument("--confidence", type=confidence, default=5, help="t-test level 0..5: 80,90,95,98,99,99.5%%")
     c.add_argument("--reconnect", nargs="?", const=1, type=non_negative_int, metavar="N",
                    help="open a new connection every N queries (default N=1)")
@@ -228,6 +228,9 @@ def build_config(args: argparse.Namespace) -> LoadConfig:
     if args.master and args.workers > 1:
         raise UsageError("--workers on the master means nothing: give each worker its own (chbench load --worker "
                          "--workers N)")
+    if args.master and args.precise:
+        raise UsageError("--precise needs the queries' times on one clock: not with --master (the workers' machines "
+                         "keep their own)")
     if args.master and any(not c.concurrent_sessions for c in caps):
         raise UsageError("--master needs server targets: the embedded engine lives inside one process")
     if args.workers > 1 and any(not c.concurrent_sessions for c in caps):
@@ -245,6 +248,7 @@ def build_config(args: argparse.Namespace) -> LoadConfig:
         teardown=workload.teardown, concurrency=concurrency,
         max_concurrency=args.max_concurrency or 0, iterations=args.iterations, timelimit=args.timelimit,
         randomize=bool(args.randomize), seed=args.seed, delay=args.delay, cumulative=args.cumulative,
+        precise=args.precise,
         confidence=args.confidence, stage=args.stage, query_id_prefix=args.query_id_prefix or "",
         reconnect=args.reconnect or 0, continue_on_errors=args.continue_on_errors or bool(args.slo),
         max_consecutive_errors=args.max_consecutive_errors, roundrobin=args.roundrobin, settings=settings,
@@ -268,11 +272,6 @@ def run(args: argparse.Namespace) -> int:
 
         require_locust()  # gevent's patching first, before any socket or thread exists
     started = time.monotonic()  # --max-time counts from here
-    # clickhouse-benchmark's --precise (PR 86684, September 2025): its weights are documented
-    # only as "weighted"; guessed ones would print numbers that look like its own
-    if args.precise:
-        sys.stderr.write("chbench: warning: --precise (clickhouse-benchmark's overlap-weighted interval reports) is "
-                         "not implemented: each interval counts the queries that finished in it; totals are the same\n")
     check_output_path(args.out)
     check_output_path(args.json, "clickhouse-benchmark JSON")
     cfg = build_config(args)

@@ -277,6 +277,11 @@ class Lanes:
         return sum(lane.sent - lane.answered for lane in list(self.lanes))
 
     @property
+    def oldest_in_flight(self) -> float | None:
+        """When the longest-running request in flight was sent (monotonic), None when none is."""
+        return min((t for lane in list(self.lanes) if (t := lane.since) is not None), default=None)
+
+    @property
     def late(self) -> int:
         """Timed requests that started more than ``LATE_MS`` after their planned time."""
         return sum(lane.late for lane in list(self.lanes))
@@ -307,6 +312,7 @@ class Lane(threading.Thread):
         self.late = 0
         self.sent = 0  # requests this lane started (written by this lane only)
         self.answered = 0  # and those that came back, however
+        self.since: float | None = None  # when the request in flight was sent (cleared once its outcome is in)
         self.state: Any = None  # the feed's own per-lane state
 
     def close(self) -> None:
@@ -328,6 +334,7 @@ class Lane(threading.Thread):
         except Exception as e:  # noqa: BLE001 - never die silently: stop the lanes with the reason
             lanes.lost(f"internal error in a {lanes.name}: {type(e).__name__}: {e}")
         finally:
+            self.since = None
             lanes.resign(self)
             lanes.lane_exit()
 
@@ -357,6 +364,7 @@ class Lane(threading.Thread):
                 self.answered += 1
                 feed.refused(self, slot, sent)
                 continue
+            self.since = sent
             try:
                 s = target.execute(slot.sql, slot.settings, slot.query_id, timeout)
             except QueryError as e:
@@ -364,6 +372,7 @@ class Lane(threading.Thread):
                 if stop.is_set() and timeout is None:
                     return  # abandoned at the end of the run: not the server's fault
                 feed.failed(self, slot, sent, time.monotonic(), e.code or 0, e.message, False)
+                self.since = None
                 said = e.message if not e.code or e.message.startswith("Code:") else f"Code: {e.code}. {e.message}"
                 lanes.failed(f"{target.url}: {said}")  # HTTP's message starts with its code, the native one not always
                 continue
@@ -376,6 +385,7 @@ class Lane(threading.Thread):
             end = time.monotonic()
             self.answered += 1
             feed.ok(self, slot, sent, end, s)
+            self.since = None  # after its outcome is recorded: a reader of oldest_in_flight then finds it there
             lanes.succeeded()
             done += 1
             feed.after(self, target, done)

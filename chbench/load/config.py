@@ -24,6 +24,7 @@ class LoadConfig:
     seed: int = 0
     delay: float = 1.0  # seconds between intermediate reports, 0: none
     cumulative: bool = False
+    precise: bool = False  # clickhouse-benchmark's --precise: overlap-weighted interval reports (load/intervals.py)
     confidence: int = 5
     stage: str = "complete"
     query_id_prefix: str = ""

@@ -67,7 +67,7 @@ class LoadFeed:
         self.sqls = [q.sql for q in cfg.queries]
         self.members = cfg.members()  # the hosts of each target
         self.mix = Mix([q.weight for q in cfg.queries], cfg.randomize, cfg.seed, offset=worker)
-        self.recorder = Recorder(cfg.latency_limit_ms, cfg.open_loop, cfg.raw)
+        self.recorder = Recorder(cfg.latency_limit_ms, cfg.open_loop, cfg.raw, spans=cfg.precise)
 
     # -- what each request sends, where (under the lanes' lock) ---------------------------
     def claim(self, lanes: Lanes, lane: Lane, k: int) -> Slot | None:
@@ -108,7 +108,8 @@ class LoadFeed:
     def ok(self, lane: Lane, slot: Slot, sent: float, end: float, s: Sample) -> None:
         service = s.client_ms or 0.0
         latency = (end - slot.planned) * 1000.0 if slot.planned is not None else service
-        self.recorder.ok(slot.tag, latency, service, s.read_rows, s.read_bytes, s.result_rows, s.result_bytes)
+        self.recorder.ok(slot.tag, latency, service, s.read_rows, s.read_bytes, s.result_rows, s.result_bytes,
+                         (sent, end))
 
     def failed(self, lane: Lane, slot: Slot, sent: float, end: float, code: int, message: str, lost: bool) -> None:
         if not lost:  # a lost server ends the level: its last query is not the workload's error
@@ -151,10 +152,16 @@ class LoadLanes(Lanes):
     def begin(self, t0: float) -> None:
         self.start(t0, self.load.cfg.timelimit)
 
+    def in_flight_now(self) -> dict[str, Any]:
+        """When this was read and when the longest-running query in flight was sent
+        (monotonic; None: none in flight): ``load/intervals.py`` reports a --precise
+        interval once a reading after its end finds no query it started."""
+        return {"read_at": time.monotonic(), "oldest": self.oldest_in_flight}
+
     def counts(self) -> dict[str, Any]:
         """The level's counters (the parent sums those of every process)."""
         st: dict[str, Any] = {"started": self.started, "late": self.late, "fatal": self.fatal,
-                              "failure": self.failure, "elapsed": self.elapsed()}
+                              "failure": self.failure, "elapsed": self.elapsed(), **self.in_flight_now()}
         due = self.due()
         if due is not None:
             st["due"] = min(due, self.load.cfg.iterations) if self.load.cfg.iterations else due
@@ -180,7 +187,9 @@ def process_main(cfg: LoadConfig, settings: list[dict[str, str]], worker: int, q
     while lanes.alive() and not lanes.stop.is_set():
         if stop.wait(TICK_S):
             lanes.halt()
-        queue.put(messages.Measured(worker=worker, stats=lanes.recorder.swap(), status=lanes.counts()))
+        status = lanes.counts()  # before the swap: a query its "oldest" no longer holds is in these stats
+        queue.put(messages.Measured(worker=worker, stats=lanes.recorder.swap(), status=status))
     lanes.join(STOP_GRACE_S)
-    queue.put(messages.Done(worker=worker, stats=lanes.recorder.swap(), status=lanes.counts()))
+    status = lanes.counts()
+    queue.put(messages.Done(worker=worker, stats=lanes.recorder.swap(), status=status))
     lanes.close()

@@ -6,6 +6,7 @@ always with everything measured so far."""
 from __future__ import annotations
 
 import contextlib
+import math
 import multiprocessing as mp
 import queue as queue_mod
 import signal
@@ -19,6 +20,7 @@ from chbench import messages
 from chbench.core.lanes import STOP_GRACE_S
 from chbench.errors import ConnectError, UsageError
 from chbench.load.config import LoadConfig
+from chbench.load.intervals import Intervals
 from chbench.load.lanes import TICK_S, LoadLanes, process_main
 from chbench.load.recorder import Key, Stats, merge_all, merge_into, merged
 from chbench.observer import Observer, Observers
@@ -114,6 +116,7 @@ class LocalSource:
         self.lanes = LoadLanes(cfg, settings, 0)
         self.recorder = self.lanes.recorder
         self._stopped_at: float | None = None
+        self._flight: dict[str, Any] = {}  # what was in flight, read before the last swap (load/intervals.py)
 
     def setup(self) -> None:
         self.lanes.connect()
@@ -130,13 +133,14 @@ class LocalSource:
             elif time.monotonic() - self._stopped_at >= STOP_GRACE_S:
                 lanes.join(0.0)  # lanes stuck in long queries are abandoned
                 done = True
+        self._flight = lanes.in_flight_now()
         return [(0, self.recorder.swap())], done
 
     def stop(self) -> None:
         self.lanes.halt()
 
     def status(self) -> dict[str, Any]:
-        return self.lanes.counts()
+        return {**self.lanes.counts(), **self._flight}
 
     def close(self) -> None:
         self.lanes.join(0.0)
@@ -159,6 +163,10 @@ def sum_statuses(statuses: Iterable[dict[str, Any]], fatal: str | None = None) -
         out["elapsed"] = max(out["elapsed"], st.get("elapsed", 0.0))
         if "due" in st:
             out["due"] = out.get("due", 0) + st["due"]
+        if "read_at" in st:  # --precise: the stalest reading, and the longest-running query in flight of any
+            out["read_at"] = min(out.get("read_at", math.inf), st["read_at"])
+            if st.get("oldest") is not None:
+                out["oldest"] = min(out.get("oldest") or math.inf, st["oldest"])
         out["fatal"] = out["fatal"] or st.get("fatal")
         out["failure"] = out["failure"] or st.get("failure")
     return out
@@ -220,6 +228,8 @@ class ProcessSource:
             self.statuses[m.worker] = m.status or {}
             if isinstance(m, messages.Done):
                 self.done.add(m.worker)
+                for key in ("read_at", "oldest"):  # it sends nothing more: nothing of it is in flight
+                    self.statuses[m.worker].pop(key, None)
             if time.monotonic() >= end:
                 break
         for i, p in enumerate(self.procs):
@@ -282,7 +292,7 @@ def timeline_row(t: float, seconds: float, st: Stats) -> dict[str, Any]:
         "seconds": round(seconds, 3),
         "queries": st.queries,
         "errors": st.errors,
-        "qps": st.queries / seconds if seconds > 0 else 0.0,
+        "qps": st.counted().queries / seconds if seconds > 0 else 0.0,  # --precise: weighted
         "p50_ms": h.percentile(50),
         "p90_ms": h.percentile(90),
         "p99_ms": h.percentile(99),
@@ -335,21 +345,21 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, observers: list[Ob
     obs = Observers(observers)
     tally = _Tally(obs)
     totals, by_worker, add = tally.totals, tally.by_worker, tally.add
-    interval: dict[Key, Stats] = {}
     timeline: list[dict[str, Any]] = []
     period = cfg.delay if cfg.delay > 0 else 1.0
     obs.level_started(level)
     interrupted = source_stopped = False
     with _Interrupt() as ctrl_c:
         t0 = time.monotonic()
+        intervals = Intervals(t0, cfg.precise and cfg.delay > 0 and not cfg.cumulative)
         source.start()
         last = last_checkpoint = t0
         try:
             while True:
                 parts, done = source.pump(TICK_S)
                 for worker, part in parts:
+                    intervals.add(part)  # first: it takes --precise's spans out of the part
                     add(worker, part)
-                    merge_into(interval, part)
                 status = source.status()
                 obs.status(status)
                 now = time.monotonic()
@@ -357,15 +367,16 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, observers: list[Ob
                     source_stopped = True
                     source.stop()
                 if now - last >= period or done:
-                    seconds = now - last
-                    interval_by_host = merge_all(interval, "host")  # merged once: the row sums the hosts
-                    ist = merged(interval_by_host.values())
-                    if ist.queries or ist.errors or not done:
-                        timeline.append(timeline_row(now - t0, seconds, ist))
-                        obs.interval(level, timeline[-1], interval_by_host, seconds, merge_all(totals, "host"),
-                                     now - t0)
-                    interval = {}
+                    intervals.close(now, last=done)
                     last = now
+                for iv in intervals.ready(status, done):
+                    assert iv.end is not None
+                    interval_by_host = intervals.stats_by_host(iv)  # merged once: the row sums the hosts
+                    ist = merged(interval_by_host.values())
+                    if ist.queries or ist.errors or not iv.last:
+                        timeline.append(timeline_row(iv.end - t0, iv.end - iv.start, ist))
+                        obs.interval(level, timeline[-1], interval_by_host, iv.end - iv.start,
+                                     merge_all(totals, "host"), now - t0)
                 if obs.checkpoints and now - last_checkpoint >= CHECKPOINT_S and not done:
                     last_checkpoint = now
                     copied = {k: Stats().merge(v) for k, v in totals.items()}

@@ -10,16 +10,40 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from chbench.stats.histogram import Histogram
 
 Key = tuple[int, int]  # (host index, query index)
+# one answered query, kept for --precise (load/intervals.py): sent and answered (monotonic
+# seconds), read rows, read bytes, result rows, result bytes
+Span = tuple[float, float, int, int, int, int]
+
+
+@dataclass(slots=True)
+class Counted:
+    """What an interval's rates count: whole queries, or with ``--precise`` each query's
+    share of its time spent in the interval (``load/intervals.py``)."""
+
+    queries: float = 0.0
+    read_rows: float = 0.0
+    read_bytes: float = 0.0
+    result_rows: float = 0.0
+    result_bytes: float = 0.0
+
+    def add(self, o: Counted, weight: float = 1.0) -> Counted:
+        self.queries += weight * o.queries
+        self.read_rows += weight * o.read_rows
+        self.read_bytes += weight * o.read_bytes
+        self.result_rows += weight * o.result_rows
+        self.result_bytes += weight * o.result_bytes
+        return self
 
 
 class Stats:
     __slots__ = ("hist", "service", "queries", "errors", "error_codes", "error_messages", "read_rows", "read_bytes",
-                 "result_rows", "result_bytes", "over_limit", "samples", "result_rows_unknown")
+                 "result_rows", "result_bytes", "over_limit", "samples", "result_rows_unknown", "spans", "weighted")
 
     def __init__(self) -> None:
         self.hist = Histogram()  # latency (open loop: from the planned time)
@@ -35,6 +59,14 @@ class Stats:
         self.result_bytes = 0
         self.over_limit = 0
         self.samples: list[float] | None = None  # every latency, when the run keeps them (cfg.raw)
+        self.spans: list[Span] | None = None  # --precise: each query's span, until load/intervals.py takes them
+        self.weighted: Counted | None = None  # --precise: an interval's overlap-weighted counts
+
+    def counted(self) -> Counted:
+        """The counts an interval's rates divide by its length: weighted with --precise."""
+        if self.weighted is not None:
+            return self.weighted
+        return Counted(self.queries, self.read_rows, self.read_bytes, self.result_rows, self.result_bytes)
 
     def merge(self, o: Stats) -> Stats:
         self.hist.merge(o.hist)
@@ -59,6 +91,10 @@ class Stats:
                 self.samples = list(o.samples)
             else:
                 self.samples.extend(o.samples)
+        if o.spans is not None:
+            self.spans = (self.spans or []) + o.spans
+        if o.weighted is not None:
+            self.weighted = (self.weighted or Counted()).add(o.weighted)
         return self
 
     def to_json(self) -> dict[str, Any]:
@@ -128,12 +164,13 @@ def merge_into(total: dict[Key, Stats], part: dict[Key, Stats]) -> None:
 class Recorder:
     """Thread-safe sink for one process's connections."""
 
-    def __init__(self, latency_limit_ms: float, open_loop: bool, raw: bool = False) -> None:
+    def __init__(self, latency_limit_ms: float, open_loop: bool, raw: bool = False, spans: bool = False) -> None:
         self._lock = threading.Lock()
         self._cur: dict[Key, Stats] = {}
         self.limit = latency_limit_ms
         self.open_loop = open_loop
         self.raw = raw
+        self.spans = spans
 
     def _stats(self, key: Key) -> Stats:
         st = self._cur.get(key)
@@ -143,12 +180,16 @@ class Recorder:
                 st.service = Histogram()
             if self.raw:
                 st.samples = []
+            if self.spans:
+                st.spans = []
         return st
 
     def ok(self, key: Key, latency_ms: float, service_ms: float, read_rows: int | None, read_bytes: int | None,
-           result_rows: int | None, result_bytes: int | None) -> None:
+           result_rows: int | None, result_bytes: int | None, span: tuple[float, float] | None = None) -> None:
         with self._lock:
             st = self._stats(key)
+            if st.spans is not None and span is not None:
+                st.spans.append((*span, read_rows or 0, read_bytes or 0, result_rows or 0, result_bytes or 0))
             st.hist.record(latency_ms)
             if st.samples is not None:
                 st.samples.append(latency_ms)

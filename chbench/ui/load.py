@@ -63,8 +63,9 @@ class LiveDisplay(Observer):
                         host_views(self.hosts, cumulative, self.cfg), strict=True):
             h = v.stats.hist
             p50, p99 = h.percentile(50), h.percentile(99)
-            t.add_row(v.label, str(c.stats.queries), str(c.stats.errors),
-                      num(v.stats.queries / seconds if seconds > 0 else None, ".1f"), num(p50, ".3f"), num(p99, ".3f"))
+            qps = v.stats.counted().queries / seconds if seconds > 0 else None
+            t.add_row(v.label, str(c.stats.queries), str(c.stats.errors), num(qps, ".1f"), num(p50, ".3f"),
+                      num(p99, ".3f"))
         self.live.update(t, refresh=True)
 
     def level_finished(self) -> None:
