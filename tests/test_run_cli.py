@@ -81,9 +81,10 @@ def test_queries_file_names_format_stripping_and_read_only(tmp_path):
 
 def test_stdin_and_repeated_query_flags(tmp_path):
     out = tmp_path / "r.json"
-    r = run_cli("run", "--queries", "-", "--query", "SELECT 2", "--out", str(out), *FAST, stdin="SELECT 1\n")
+    r = run_cli("run", "--queries", "-", "--query", "SELECT 2", "-q", "SELECT 3", "--out", str(out), *FAST,
+                stdin="SELECT 1\n")
     assert r.code == 0, r.stderr
-    assert [q["sql"] for q in load(out)["queries"]] == ["SELECT 1", "SELECT 2"]
+    assert [q["sql"] for q in load(out)["queries"]] == ["SELECT 1", "SELECT 2", "SELECT 3"]
 
 
 def test_side_by_side_settings_ab_alternates(tmp_path):

@@ -71,7 +71,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     w = p.add_argument_group("what is run")
     w.add_argument("--queries", metavar="FILE", help="SQL script (';'-separated, '-- name: NAME') or one query per "
                                                      "line; '-' reads stdin")
-    w.add_argument("--query", action="append", default=[], metavar="SQL", help="a query (repeatable)")
+    w.add_argument("-q", "--query", action="append", default=[], metavar="SQL", help="a query (repeatable)")
     w.add_argument("--queries-format", choices=[AUTO, *FORMATS], default=AUTO)
     add_tests(w)
     w.add_argument("--scale", type=positive_float, default=1.0, help="multiply the built-in suite's row counts")
