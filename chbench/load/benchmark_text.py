@@ -12,7 +12,7 @@ from typing import Any
 
 from chbench.export.numbers import change, interval, num
 from chbench.load.recorder import Stats
-from chbench.load.summary import MIB, PERCENTILES, HostView, per_second
+from chbench.load.summary import MIB, PERCENTILES, HostView, per_second, result_rows_per_second
 
 
 def host_line(h: HostView, seconds: float) -> str:
@@ -24,7 +24,8 @@ def host_line(h: HostView, seconds: float) -> str:
         return per_second(n, seconds)
 
     errors = f"errors: {st.errors}, " if st.errors else ""
-    result_rps_text = "n/a" if st.result_rows_unknown else f"{rate(c.result_rows):.3f}"
+    result_rps = result_rows_per_second(st, seconds)
+    result_rps_text = "n/a" if result_rps is None else f"{result_rps:.3f}"
     return (
         f"{h.label}, queries: {st.queries}, {errors}QPS: {rate(c.queries):.3f}, "
         f"RPS: {rate(c.read_rows):.3f}, MiB/s: {rate(c.read_bytes) / MIB:.3f}, "

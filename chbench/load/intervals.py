@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from chbench.load.recorder import Counted, Key, Stats, merge_all, merge_into
+from chbench.load.recorder import Counted, Key, Span, Stats, merge_all, merge_into
 
 
 @dataclass
@@ -50,7 +50,7 @@ class Intervals:
                     self._weigh(h, span)
         merge_into(self.open.finished, part)
 
-    def _weigh(self, host: int, span: tuple[float, float, int, int, int, int]) -> None:
+    def _weigh(self, host: int, span: Span) -> None:
         answered = span[1]
         sent = min(span[0], answered - 1e-9)  # a query of no measurable time: all of it where it finished
         counts = Counted(1.0, *span[2:])

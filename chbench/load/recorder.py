@@ -92,7 +92,10 @@ class Stats:
             else:
                 self.samples.extend(o.samples)
         if o.spans is not None:
-            self.spans = (self.spans or []) + o.spans
+            if self.spans is None:
+                self.spans = list(o.spans)
+            else:
+                self.spans.extend(o.spans)
         if o.weighted is not None:
             self.weighted = (self.weighted or Counted()).add(o.weighted)
         return self

@@ -49,7 +49,7 @@ def per_second(n: float, seconds: float) -> float:
 def result_rows_per_second(st: Stats, seconds: float) -> float | None:
     """None when some query's result rows were not told (over HTTP the server's summary
     leaves before the result): a rate of the rest would read low, 0 for all of them."""
-    return None if st.result_rows_unknown else per_second(st.result_rows, seconds)
+    return None if st.result_rows_unknown else per_second(st.counted().result_rows, seconds)
 
 
 # -- JSON in clickhouse-benchmark's historical shape ------------------------------------------
