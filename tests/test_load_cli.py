@@ -74,6 +74,10 @@ def test_intermediate_reports_and_multi_line_script(modern, tmp_path):
     assert doc["kind"] == "load" and doc["status"] == "complete"
     lvl = doc["levels"][0]
     assert len(lvl["timeline"]) >= 2 and all("p99_ms" in row for row in lvl["timeline"])
+    # as clickhouse-benchmark: a report per full interval, none for the part-interval the
+    # run ended in (kept in the file, marked), then the final one
+    assert lvl["timeline"][-1].get("last") and not any(row.get("last") for row in lvl["timeline"][:-1])
+    assert r.stderr.count("Queries executed:") == len(lvl["timeline"]) - 1 + 1
     assert doc["queries"][0]["sql"] == "SELECT\n  number\nFROM numbers(5)"  # one query over three lines
     counts = [q["queries"] for q in lvl["hosts"][0]["queries"]]
     assert len(counts) == 2 and abs(counts[0] - counts[1]) <= 1  # in order: alternating
@@ -89,11 +93,14 @@ def test_precise_intervals_count_each_query_by_its_time_in_them(modern, tmp_path
     qps = [float(x) for x in re.findall(r"QPS: ([\d.]+)", r.stderr)]
     *intermediate, total = qps
     assert len(intermediate) >= 4
-    assert all(abs(q / total - 1) < 0.05 for q in intermediate[:-1]), qps  # the last one is partial
+    assert all(abs(q / total - 1) < 0.05 for q in intermediate), qps  # each a full interval
     finished = [int(x) for x in re.findall(r"queries: (\d+)", r.stderr)]
-    assert sum(finished[:-1]) == finished[-1] and set(finished[:-2]) <= {1, 2}
+    assert set(finished[:-2]) <= {1, 2}
     rows = load(tmp_path / "p.json")["levels"][0]["timeline"]
-    assert [row["qps"] for row in rows[:-1]] == pytest.approx(intermediate[:-1], rel=0.01)
+    full = [row for row in rows if not row.get("last")]  # the part-interval at the end is not printed
+    assert [row["queries"] for row in full] == finished[:-1]
+    assert sum(row["queries"] for row in rows) == finished[-1]
+    assert [row["qps"] for row in full] == pytest.approx(intermediate, rel=0.01)
 
 
 def test_comparison_mode_same_server_twice_and_two_different_servers(modern, legacy, tmp_path):

@@ -375,6 +375,8 @@ def run_level(cfg: LoadConfig, hosts: list[Host], level: int, observers: list[Ob
                     ist = merged(interval_by_host.values())
                     if ist.queries or ist.errors or not iv.last:
                         timeline.append(timeline_row(iv.end - t0, iv.end - iv.start, ist))
+                        if iv.last:  # shorter than -d: the level ended in it
+                            timeline[-1]["last"] = True
                         obs.interval(level, timeline[-1], interval_by_host, iv.end - iv.start,
                                      merge_all(totals, "host"), now - t0)
                 if obs.checkpoints and now - last_checkpoint >= CHECKPOINT_S and not done:

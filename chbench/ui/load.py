@@ -28,7 +28,9 @@ class TextDisplay(Observer):
 
     def interval(self, level: int, row: dict[str, Any], hosts_stats: dict[int, Stats], seconds: float,
                  cumulative: dict[int, Stats], elapsed: float) -> None:
-        if self.cfg.delay <= 0:
+        if self.cfg.delay <= 0 or row.get("last"):
+            # clickhouse-benchmark prints no report for the part-interval the run ended in:
+            # the final report (of the whole run) follows at once
             return
         by_host, span = (cumulative, elapsed) if self.cfg.cumulative else (hosts_stats, seconds)
         executed = sum(st.queries for st in cumulative.values())
