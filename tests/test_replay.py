@@ -415,6 +415,36 @@ def test_answers_and_verdicts_on_one_server_twice(log_server: ModernServer, capt
     assert "Schedule:" in md.read_text() and "<svg" in html.read_text() and doc["hashes"][0]["hash"] in md.read_text()
 
 
+def test_settings_on_every_target_and_a_settings_b_side_on_one_target(log_server: ModernServer,
+                                                                      captured: dict[str, Any],
+                                                                      tmp_path: Path) -> None:
+    """--setting goes with every query on both sides; --setting-b with one --target makes
+    side B that target again with its own settings (a config change, replayed)."""
+    out = tmp_path / "s.json"
+    r = run_cli("replay", str(captured["path"]), "--target", log_server.http_url, "--setting", "log_comment=rp-both",
+                "--setting-b", "max_threads=3", "--setting-b", "no_such_setting_x=1", "--order", "sequential",
+                "--speed", "4", "--quiet", "--out", str(out))
+    assert r.code in (0, 1), r.stderr
+    doc = load(out)
+    a, b = doc["targets"]
+    assert a["url"] == b["url"] and a["settings"] == {"log_comment": "rp-both"}
+    assert b["settings"] == {"log_comment": "rp-both", "max_threads": "3"} and b["label"].endswith("max_threads=3")
+    assert any("no_such_setting_x" in n for n in b["notes"]) and not any("no_such" in n for n in a["notes"])
+    assert {row["name"] for row in doc["comparison"]["queries"]} == {h["hash"] for h in doc["hashes"]}
+    prefix = doc["options"]["query_id_prefix"]
+    time.sleep(1.2)
+    http_post(log_server.http_port, "SYSTEM FLUSH LOGS")
+    text = http_post(log_server.http_port, "SELECT substring(query_id, length({p:String}) + 1, 1) AS side, "
+                                           "log_comment, Settings['max_threads'] AS mt, Settings['readonly'] AS ro "
+                                           "FROM system.query_log WHERE startsWith(query_id, {p:String}) "
+                                           "AND type = 'QueryFinish' FORMAT JSONEachRow", param_p=prefix)
+    rows = [json.loads(x) for x in text.splitlines()]
+    assert {x["side"] for x in rows} == {"A", "B"}
+    assert all(x["log_comment"] == "rp-both" and x["ro"] == "2" for x in rows)  # still read-only
+    # the user's setting over the captured one (max_threads=1 when captured)
+    assert {x["mt"] for x in rows if x["side"] == "B"} == {"3"} and {x["mt"] for x in rows if x["side"] == "A"} == {"1"}
+
+
 def test_compare_reads_replays_one_file_of_two_targets_or_two_replays_made_apart(
         log_server: ModernServer, captured: dict[str, Any], tmp_path: Path) -> None:
     """``compare`` reads replay files: a two-target file as the file's own comparison

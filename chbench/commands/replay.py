@@ -13,6 +13,7 @@ from chbench.commands.args import (
     add_statistics,
     positive_float,
     positive_int,
+    setting,
 )
 from chbench.errors import UsageError
 from chbench.outcome import Outcome
@@ -30,6 +31,7 @@ examples:
   chbench replay workload.jsonl --target clickhouse://old:9000 --target clickhouse://new:9000 --speed 4 \\
       --check-answers --out upgrade.json
   chbench replay workload.jsonl --target http://localhost:8123 --mode sequential
+  chbench replay workload.jsonl --target http://staging:8123 --setting-b max_threads=4 --out threads.json
   chbench report replay.json --html replay.html
 
 read-only by default: only SELECT/WITH/SHOW/DESCRIBE/EXPLAIN/EXISTS are sent, with readonly=2; writes, DDL
@@ -44,6 +46,12 @@ exit codes: 0 ok, 1 a finding (a slower normalized query, an answer changed, que
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", metavar="WORKLOAD", help="a workload file from chbench capture")
     add_connection(p, target_help="where the workload goes (once or twice; required)")
+    w = p.add_argument_group("settings (over each query's captured ones; checked against system.settings)")
+    w.add_argument("--setting", type=setting, action="append", default=[], metavar="NAME=VALUE",
+                   help="sent with every query, on every target (repeatable)")
+    w.add_argument("--setting-b", type=setting, action="append", default=[], metavar="NAME=VALUE",
+                   help="sent to target B only; with one --target, B is that target again with these "
+                        "settings: the same schedule on both, compared (repeatable)")
     r = p.add_argument_group("how it is replayed")
     r.add_argument("--speed", type=positive_float, default=1.0, metavar="F",
                    help="send at F times the original rate (default 1)")
@@ -79,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("say where the workload goes: --target URL (replay traffic only goes to targets you name)")
     if len(specs) > 2:
         raise UsageError(f"replay takes one target or two side by side, got {len(specs)}")
+    if args.setting_b and len(specs) == 1:
+        specs = specs * 2  # B: the same target, its own connections, with --setting-b
+    settings = [dict(args.setting), {**dict(args.setting), **dict(args.setting_b)}][:len(specs)]
     from datetime import datetime
 
     args.out = args.out or f"chbench-replay-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
@@ -86,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     opts = ReplayOptions(workload=args.workload, targets=specs, credentials=credentials(args), speed=args.speed,
                          sequential=args.mode == "sequential", order=args.order, allow_writes=args.allow_writes,
                          check_answers=args.check_answers, timeout=args.timeout, max_connections=args.max_connections,
-                         keep_idle_start=args.keep_idle_start,
+                         keep_idle_start=args.keep_idle_start, settings=settings,
                          stats=Options(threshold=args.threshold, alpha=args.alpha, correction=args.correction))
     progress = ReplayProgress(args.quiet)
     try:

@@ -60,6 +60,7 @@ class ReplayOptions:
     timeout: float | None = None
     max_connections: int = 512
     keep_idle_start: bool = False  # wait out the window's quiet start (default: the first query starts it)
+    settings: list[dict[str, str]] = field(default_factory=list)  # per target: the user's, over the captured ones
     stats: Options = field(default_factory=Options)
 
 
@@ -127,10 +128,12 @@ class ReplaySide:
     unknown: list[str]  # captured settings this target does not know: not sent
     notes: list[str] = field(default_factory=list)
     player: Player | None = None
+    settings: dict[str, str] = field(default_factory=dict)  # --setting(-b): on top of each query's, known ones
 
     def settings_for(self, captured: dict[str, str], read_only: bool) -> dict[str, str]:
         sent = {k: v for k, v in captured.items() if k not in self.unknown and not client_setting(k)}
-        if read_only:
+        sent.update(self.settings)
+        if read_only:  # last: a --setting does not lift it (--allow-writes does)
             sent["readonly"] = "2"
         return sent
 
@@ -141,7 +144,12 @@ def probe(opts: ReplayOptions, p: ReplayPlan) -> list[ReplaySide]:
         t = make_target(spec, opts.credentials)
         info = t.connect()
         unknown = sorted(k for k in p.setting_names if not client_setting(k) and not info.knows(k))
-        side = ReplaySide(chr(ord("A") + i), spec, t, info.version, unknown)
+        wanted = opts.settings[i] if i < len(opts.settings) else {}
+        side = ReplaySide(chr(ord("A") + i), spec, t, info.version, unknown,
+                          settings={k: v for k, v in wanted.items() if info.knows(k)})
+        if set(wanted) - set(side.settings):
+            side.notes.append(f"--setting not known to ClickHouse {info.version}, not sent: "
+                              f"{', '.join(sorted(set(wanted) - set(side.settings)))}")
         if not t.capabilities.concurrent_sessions:
             side.notes.append(f"{t.kind}: one in-process session runs one query at a time; concurrent queries of "
                               "the workload queue on it")
@@ -175,8 +183,10 @@ def new_document(opts: ReplayOptions, p: ReplayPlan, sides: list[ReplaySide], pr
                  "order": opts.order, "allow_writes": opts.allow_writes, "read_only": not opts.allow_writes,
                  "check_answers": opts.check_answers, "timeout": opts.timeout, "query_id_prefix": prefix,
                  "late_threshold_ms": LATE_MS, "clock_starts_at_t": p.clock_start(opts.keep_idle_start)},
-        targets=[{"id": s.id, "url": s.target.url, "label": s.target.label, "kind": s.target.kind,
-                  "server_version": s.version, "settings_not_sent": s.unknown, "notes": s.notes} for s in sides],
+        targets=[{"id": s.id, "url": s.target.url, "kind": s.target.kind,
+                  "label": ", ".join([s.target.label, *(f"{k}={v}" for k, v in s.settings.items())]),
+                  "settings": s.settings, "server_version": s.version, "settings_not_sent": s.unknown,
+                  "notes": s.notes} for s in sides],
         skipped=dict(sorted(p.skipped.items())), hashes=hashes)
 
 
