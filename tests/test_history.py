@@ -299,7 +299,10 @@ def test_history_cli_bad_input(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("history", "add", str(tmp_path / "x.json"), "--store", store))
     assert_one_line_error(run_cli("history", "check", "--store", str(tmp_path / "x.json")))
     assert_one_line_error(run_cli("history", "check", "--store", "ftp://x/y"))
-    assert_one_line_error(run_cli("history", "check", "--store", "http://127.0.0.1:1/perf"))  # nothing listens
+    for url in ("http://127.0.0.1:1/perf", "clickhouse://127.0.0.1:1/perf"):  # nothing listens
+        r = run_cli("history", "check", "--store", url)
+        assert_one_line_error(r)
+        assert "cannot connect: Connection refused" in r.stderr, r.stderr
     assert_one_line_error(run_cli("history", "show", "nope", "--store", store))
     r = run_cli("history", "check", "--since", "yesterday-ish", "--store", store)
     assert r.code == 2 and "Traceback" not in r.stderr

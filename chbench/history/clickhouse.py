@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from datetime import datetime, timezone
 from typing import Any
@@ -68,6 +69,8 @@ class _Connection:
             if self.native:
                 import clickhouse_driver
 
+                # it logs a traceback of its own before raising: ours is the one line
+                logging.getLogger("clickhouse_driver").setLevel(logging.CRITICAL)
                 self.driver = clickhouse_driver.Client(
                     host=t.host, port=t.port, user=t.user, password=password or "", secure=t.secure, verify=True,
                     ca_certs=ca_file, connect_timeout=10, send_receive_timeout=120)
@@ -81,8 +84,8 @@ class _Connection:
                     host=t.host, port=t.port, username=t.user, password=password or "", secure=t.secure,
                     verify=True, ca_cert=ca_file, connect_timeout=10, send_receive_timeout=120)
         except Exception as e:  # noqa: BLE001 - either client's connection errors
-            raise ConnectError(f"--store {self.display}: cannot connect ({type(e).__name__}: "
-                               f"{first_line(str(e), 200)})") from None
+            why = _reason(e).replace(password, "***") if password else _reason(e)
+            raise ConnectError(f"--store {self.display}: cannot connect: {why}") from None
 
     def command(self, sql: str) -> None:
         if self.native:
@@ -108,6 +111,22 @@ class _Connection:
             self.driver.disconnect()
         else:
             self.http.close()
+
+
+def _reason(e: BaseException) -> str:
+    """What refused the connection, in the words of the OS or the server: either client
+    wraps it (clickhouse-connect's OperationalError held urllib3's retries, the pool's
+    repr and then "[Errno 111] Connection refused", cut off at 200 characters)."""
+    seen: BaseException | None = e
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.strerror:
+            return str(seen.strerror)
+        seen = seen.__cause__ or seen.__context__
+    m = re.search(r"\[Errno -?\d+\] ([^'\"()]+)", str(e))
+    if m:
+        return m.group(1).strip()
+    message = getattr(e, "message", None)  # clickhouse-driver's, without its "Code: 210." prefix
+    return first_line(str(message), 200) if message else f"{type(e).__name__}: {first_line(str(e), 200)}"
 
 
 def _ts(epoch: float) -> datetime:
