@@ -142,11 +142,17 @@ def _brief(a: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _error_text(error: Any) -> str:
+    return str(error.get("message") or error) if isinstance(error, dict) else str(error)
+
+
 def _answer_summary(a: dict[str, Any], b: dict[str, Any], equal: bool | None) -> str:
+    if equal is True and "error" in a:
+        return f"fails on both: {_error_text(a['error'])}"[:160]
     if equal is True:
         return "same answer"
     if "error" in a or "error" in b:
-        return f"error: {(b if 'error' in b else a)['error']}"[:160]
+        return f"error: {_error_text((b if 'error' in b else a)['error'])}"[:160]
     if equal is None:
         return "answer varies between runs: not compared"
     if a.get("types") != b.get("types"):
