@@ -40,7 +40,9 @@ def why_lines(cmp: Comparison) -> list[Text]:
         else:
             bare.setdefault(r.why["summary"], []).append(r)
     for summary, rows in bare.items():
-        names = ", ".join(f"{r.name} ({change(r.ratio)})" for r in rows)
+        # every changed query of an embedded run said the same: their names would fill lines
+        names = (", ".join(f"{r.name} ({change(r.ratio)})" for r in rows) if len(rows) <= 3
+                 else f"the {len(rows)} changed queries")
         lines.append(Text(f"Why {names}: {summary}", "summary", {"data-why": " ".join(r.name for r in rows)}))
     return lines
 

@@ -233,7 +233,8 @@ class Target(ABC):
 
     def explain_note(self) -> str:
         """Why this target gives no server profile per run (when it gives none)."""
-        return f"{self.kind}: no system.query_log to read each run's counters from"
+        return (f"{self.kind}: no system.query_log to read each run's counters from (a server target, "
+                "--target http://… or server@VERSION, has them)")
 
     def flush_logs(self) -> None:
         """SYSTEM FLUSH LOGS (spelled as the server's version wants)."""
