@@ -49,7 +49,8 @@ def build_report(files: list[str], opts: CompareOptions | None = None) -> Report
     sections: list[Section] = []
     comparable = [(f, d) for f, d in opened if isinstance(d, COMPARABLE)]
     if len(comparable) > 2:
-        raise UsageError(f"a report compares at most two run files, got {len(comparable)}")
+        raise UsageError(f"a report compares at most two run files, got {len(comparable)} "
+                         f"({', '.join(f for f, _ in comparable)}): give the two to compare, or report each apart")
     if comparable:
         n_sides = len(sides_of(*comparable[0], opts.metric if opts else "client_ms").sides)
         if len(comparable) == 1 and n_sides > 2:  # N-way: a trend, or every pair compare judges
