@@ -4,6 +4,7 @@ pairs — those whose machines the reference task compared, or not?
     python bench/reference_pairs.py                     # ~11 min of runs, then ~5 min of comparisons
     python bench/reference_pairs.py --minutes 5 --only embedded
     python bench/reference_pairs.py --reuse DIR         # compare the files already in DIR again
+    python bench/reference_pairs.py --changes --minutes 7   # real changes: how many are found
 
 One-session runs of the built-in suite (``--iterations 10 --scale 0.1``: 3–6 s each) back to
 back, alternately on the embedded engine and on a 26.9 server over HTTP, until --minutes
@@ -13,6 +14,12 @@ query's verdict is A/A, so every ``slower``/``faster`` is a false alarm. They ar
 engine and by what the machine comparison could say: the reference task not compared (too
 few timings in a run), compared and alike, one machine busier, or one that may have been
 (the reference moved >= 3%, not significantly).
+
+``--changes``: the same short runs on the embedded engine, three kinds in turn — A as above,
+B with 10% more rows (``--scale 0.11``), C with ``max_threads=1`` (~1.8x slower on 2 cores,
+the single-threaded join unchanged) — and each A compared with the B and C runs up to one
+apart: how many of the query verdicts are ``slower`` (every query of B and nine of C
+really are), by what the machine comparison said. Writes bench/out/reference_changes.json.
 
 Why (2026-12-04): such runs held one probe reading (3 timings of the reference task), fewer
 than compare needs, and 6.4% of their A/A verdicts were false alarms; the runner now tops
@@ -56,6 +63,41 @@ def collect(work: Path, minutes: float, only: str | None) -> None:
     finally:
         if server is not None:
             server.stop()
+
+
+CHANGES = {"A": [], "B": ["--scale", "0.11"], "C": ["--setting", "max_threads=1"]}
+
+
+def collect_changes(work: Path, minutes: float) -> None:
+    end, i = time.monotonic() + 60 * minutes, 0
+    while time.monotonic() < end:
+        for kind, extra in CHANGES.items():
+            subprocess.run([sys.executable, "-m", "chbench", "run", *RUN, *extra, "--out",
+                            str(work / f"{kind}-{i:03d}.json")], cwd=work, check=False,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        i += 1
+
+
+def analyse_changes(work: Path) -> dict[str, Any]:
+    from chbench.compare import build_comparison
+
+    out: dict[str, Any] = {}
+    for kind in ("B", "C"):
+        verdicts: Counter[str] = Counter()
+        pairs: Counter[str] = Counter()
+        for a in sorted(work.glob("A-*.json")):
+            n = int(a.stem[2:])
+            for other in (work / f"{kind}-{k:03d}.json" for k in (n - 1, n, n + 1)):
+                if not other.exists():
+                    continue
+                doc = build_comparison([str(a), str(other)]).doc.to_json()
+                how = state(doc["summary"].get("machine") or {})
+                pairs[how] += 1
+                for q in doc["queries"]:
+                    verdicts[q["verdict"]] += 1
+                    verdicts[f"{how}: {q['verdict']}"] += 1
+        out[kind] = {"pairs": dict(pairs), "verdicts": dict(verdicts)}
+    return out
 
 
 def state(machine: dict[str, Any]) -> str:
@@ -104,7 +146,20 @@ def main() -> None:
     ap.add_argument("--apart", type=int, default=5, help="pairs of runs at most this many runs apart")
     ap.add_argument("--only", choices=["embedded", "http"])
     ap.add_argument("--reuse", type=Path, help="a folder of runs made before: only compare them")
+    ap.add_argument("--changes", action="store_true", help="real changes instead of A/A pairs (see above)")
     args = ap.parse_args()
+    if args.changes:
+        work = args.reuse or OUT / "reference_changes"
+        if not args.reuse:
+            work.mkdir(parents=True, exist_ok=True)
+            for old in work.glob("*.json"):
+                old.unlink()
+            collect_changes(work, args.minutes)
+        changes = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "kinds": analyse_changes(work)}
+        OUT.mkdir(exist_ok=True)
+        (OUT / "reference_changes.json").write_text(json.dumps(changes, indent=1))
+        print(json.dumps(changes, indent=1))
+        return
     work = args.reuse or OUT / "reference_pairs"
     if not args.reuse:
         work.mkdir(parents=True, exist_ok=True)

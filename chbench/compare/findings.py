@@ -87,7 +87,10 @@ def findings(doc: ComparisonDoc, separate: bool, advice: Advice = ADVICE["chbenc
                    f"{pct(shift.ratio)} together, taken out of each verdict; rerun {busier or 'it'} on a quiet "
                    "machine, or measure side by side")
     elif shift is not None and shift.finding:
-        why = "the machine does not explain it" if separate else "on a machine both sides shared"
+        limit = machine.get("explains_up_to")
+        why = ("on a machine both sides shared" if not separate else
+               f"beyond the {pct(limit)} the machine's state can explain" if limit and (busier or machine.get(
+                   "maybe_busier")) else "the machine does not explain it")
         out.append(f"all queries {pct(shift.ratio)} together, {why}: a global change of the engine or its "
                    "configuration")
     elif shift is not None and shift.machine_may and shift.verdict != "no change":
