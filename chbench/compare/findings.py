@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from chbench.compare.document import ComparisonDoc
 from chbench.stats.compare import LEVEL_UNKNOWN
@@ -76,6 +77,17 @@ def _not_told(doc: ComparisonDoc, advice: Advice) -> tuple[list[str], list[Query
     return out, rows + unknown
 
 
+def _not_the_machine(machine: dict[str, Any], separate: bool) -> str:
+    """Why a shift all queries share is the engine's: a shared machine, or one whose state
+    cannot make it (beyond what the busier run's state explains, stats/shift.py)."""
+    limit = machine.get("explains_up_to")
+    if not separate:
+        return "on a machine both sides shared"
+    if limit and (machine.get("busier") or machine.get("maybe_busier")):
+        return f"beyond the {pct(limit)} the machine's state can explain"
+    return "the machine does not explain it"
+
+
 def findings(doc: ComparisonDoc, separate: bool, advice: Advice = ADVICE["chbench"]) -> list[str]:
     out: list[str] = []
     s = doc.summary
@@ -87,12 +99,8 @@ def findings(doc: ComparisonDoc, separate: bool, advice: Advice = ADVICE["chbenc
                    f"{pct(shift.ratio)} together, taken out of each verdict; rerun {busier or 'it'} on a quiet "
                    "machine, or measure side by side")
     elif shift is not None and shift.finding:
-        limit = machine.get("explains_up_to")
-        why = ("on a machine both sides shared" if not separate else
-               f"beyond the {pct(limit)} the machine's state can explain" if limit and (busier or machine.get(
-                   "maybe_busier")) else "the machine does not explain it")
-        out.append(f"all queries {pct(shift.ratio)} together, {why}: a global change of the engine or its "
-                   "configuration")
+        out.append(f"all queries {pct(shift.ratio)} together, {_not_the_machine(machine, separate)}: a global "
+                   "change of the engine or its configuration")
     elif shift is not None and shift.machine_may and shift.verdict != "no change":
         out.append(f"all queries {pct(shift.ratio)} together, which the machine may explain ({shift.machine_may}): "
                    f"machine or engine, not told apart; {measure_with(advice)}")
