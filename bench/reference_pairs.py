@@ -53,13 +53,7 @@ def collect(work: Path, minutes: float, only: str | None) -> None:
         targets = {"embedded": [], "http": ["--target", server.http_url]} if server else {"embedded": []}
         if only == "http":
             targets.pop("embedded")
-        end, i = time.monotonic() + 60 * minutes, 0
-        while time.monotonic() < end:
-            for name, target in targets.items():
-                subprocess.run([sys.executable, "-m", "chbench", "run", *target, *RUN, "--out",
-                                str(work / f"{name}-{i:03d}.json")], cwd=work, check=False,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            i += 1
+        runs_in_turn(work, minutes, targets)
     finally:
         if server is not None:
             server.stop()
@@ -68,11 +62,12 @@ def collect(work: Path, minutes: float, only: str | None) -> None:
 CHANGES = {"A": [], "B": ["--scale", "0.11"], "C": ["--setting", "max_threads=1"]}
 
 
-def collect_changes(work: Path, minutes: float) -> None:
+def runs_in_turn(work: Path, minutes: float, kinds: dict[str, list[str]]) -> None:
+    """Short runs of each kind in turn (``KIND-NNN.json``) until ``minutes`` have passed."""
     end, i = time.monotonic() + 60 * minutes, 0
     while time.monotonic() < end:
-        for kind, extra in CHANGES.items():
-            subprocess.run([sys.executable, "-m", "chbench", "run", *RUN, *extra, "--out",
+        for kind, extra in kinds.items():
+            subprocess.run([sys.executable, "-m", "chbench", "run", *extra, *RUN, "--out",
                             str(work / f"{kind}-{i:03d}.json")], cwd=work, check=False,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         i += 1
@@ -154,7 +149,7 @@ def main() -> None:
             work.mkdir(parents=True, exist_ok=True)
             for old in work.glob("*.json"):
                 old.unlink()
-            collect_changes(work, args.minutes)
+            runs_in_turn(work, args.minutes, CHANGES)
         changes = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "kinds": analyse_changes(work)}
         OUT.mkdir(exist_ok=True)
         (OUT / "reference_changes.json").write_text(json.dumps(changes, indent=1))
