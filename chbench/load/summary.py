@@ -82,6 +82,13 @@ def benchmark_json(hosts: list[HostView], seconds: float) -> dict[str, Any]:
 
 
 # -- comparison mode --------------------------------------------------------------------------
+# Each host's queries go over connections of their own, and a connection has an offset of
+# its own for the whole run (its server thread, its socket): the same server named twice,
+# SELECT 1 at -c 1, 1,500 queries — the ratio of medians spread 2.6% (sd) over 40 runs
+# while each run's interval said ±1.1%, and 3 of 40 were called slower or faster (-8.4%
+# [-9.6%, -6.9%]). As for separate runs (stats/compare.py), each side may be shifted by
+# this factor times its latencies' spread (relative MAD, ~8% there: ±2.9% for the pair)
+CONNECTION_FACTOR = 0.3
 def comparison(hosts: list[HostView], confidence: int) -> list[dict[str, Any]]:
     """Every host against the first: Student's t-test (clickhouse-benchmark) and the
     rank-based verdict of ``chbench compare`` (ratio of medians, bootstrap CI, Mann-Whitney)."""
@@ -97,7 +104,7 @@ def comparison(hosts: list[HostView], confidence: int) -> list[dict[str, Any]]:
             # the rank test at the t-test's confidence (99.5% by default): one comparison, one level
             alpha = 1.0 - CONFIDENCE_LEVELS[confidence] / 100.0
             doc = compare_queries(["all queries"], {"all queries": a}, {"all queries": b},
-                                  Options(min_runs=5, alpha=alpha))
+                                  Options(min_runs=5, alpha=alpha, between_run=CONNECTION_FACTOR))
             r = doc.queries[0]
             row["rank"] = {"verdict": r.verdict, "ratio": r.ratio, "ci": list(r.ci) if r.ci else None,
                            "p_value": r.p_value, "alpha": alpha, "reasons": list(r.reasons)}

@@ -177,8 +177,8 @@ def _why(ratio: float, lo: float, hi: float, sharing: int, n: int, verdict: str,
                     "size not ruled out): not a finding")
         return f"{head}; within ±{threshold:.0%}: not a finding"
     if beyond is not None:
-        return (f"{head}; beyond the {pct(beyond)} the {'busier' if (machine or {}).get('busier') else 'maybe busier'} "
-                f"run's machine can explain → a global change of the engine or its configuration: {verdict}")
+        return (f"{head}; most queries beyond the {pct(beyond)} the machine's state can explain → a global "
+                f"change of the engine or its configuration: {verdict}")
     if may:
         seen = "" if may == UNKNOWN_MACHINE else "the probes name no busier run, but "
         return (f"{head}; {seen}the machine may explain it ({may}): machine or engine, not told apart — not a "
