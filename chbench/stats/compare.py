@@ -634,7 +634,7 @@ def _busier_machine(rows: list[QueryComparison], tested: list[int], machine: dic
     for i in tested:
         r = rows[i]
         if (r.verdict == SLOWER and busier == "B") or (r.verdict == FASTER and busier == "A"):
-            if r.ci and (r.ci[0] > limit or r.ci[1] < 1.0 / limit):
+            if r.beyond(limit, r.verdict == SLOWER):
                 r.flags.append(f"the machine {was} during {busier} ({what}), which explains at most "
                                f"{limit - 1:+.0%}: this change is beyond it")
                 continue

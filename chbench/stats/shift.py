@@ -112,7 +112,7 @@ def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], test
     # Not the shift's own interval: it resamples the queries, and one that did not move (a
     # single-threaded join) put its low end at +23% under a +73% shift
     limit = float((machine or {}).get("explains_up_to") or math.inf)
-    beyond_machine = 2 * sum(beyond_limit(rows[i], limit, centre > 0) for i in idx) > len(idx)
+    beyond_machine = 2 * sum(rows[i].beyond(limit, centre > 0) for i in idx) > len(idx)
     explained, by = (False, None) if beyond_machine else _explained(centre, machine)
     may = None if explained or beyond_machine else _machine_may(centre, machine, separate)
     beyond = abs(centre) >= math.log1p(threshold)
@@ -126,11 +126,6 @@ def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], test
         why=_why(ratio, lo, hi, sharing, n, verdict, explained, by, threshold, machine, level_half, may,
                  limit if beyond_machine else None),
         machine_may=may)
-
-
-def beyond_limit(row: QueryComparison, limit: float, slower: bool) -> bool:
-    """Whether a query's whole interval lies beyond ``limit`` (a ratio ≥ 1) in that direction."""
-    return row.ci is not None and (row.ci[0] > limit if slower else row.ci[1] < 1.0 / limit)
 
 
 def _explained(centre: float, machine: dict[str, Any] | None) -> tuple[bool, str | None]:

@@ -152,6 +152,11 @@ class QueryComparison:
     def flagged(self) -> bool:
         return self.verdict in FLAGGED
 
+    def beyond(self, limit: float, slower: bool) -> bool:
+        """Whether the whole interval lies beyond ``limit`` (a ratio ≥ 1) that way: past
+        what a busier machine can explain (``explains_up_to``, stats/machine.py)."""
+        return self.ci is not None and (self.ci[0] > limit if slower else self.ci[1] < 1.0 / limit)
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "verdict": self.verdict, "ratio": self.ratio, "ci": _pair(self.ci),
                                "p_value": self.p_value, "a": self.a.to_json() if self.a else None,
