@@ -7,10 +7,11 @@ Parts:
   ingest  RUNS runs of 'chbench ingest --rows 1000000' on a 26.9 server (HTTP + native
           paths) and one on the embedded engine: every path's checksum must equal the
           generator's, every run (bar); the fastest path's rows/s over the server's own
-          INSERT … SELECT (best of 3, same run) must be >= 70% (bar)
+          INSERT … SELECT (3 rounds: best of 3 tries at the end of each round, paired
+          with the path's time that round) must be >= 70% (bar)
   read    'chbench read' of SELECT number FROM numbers_mt(50000000) (a UInt64 column,
-          400 MB) through the numpy/Arrow paths, best of 3 each: the fastest path's
-          rows/s over the transfer ceiling (Native bytes drained undecoded, same run)
+          400 MB) through the numpy/Arrow paths, 3 rounds (median): the fastest path's
+          rows/s over the transfer ceiling (Native bytes drained undecoded, paired by round)
           must be >= 40%, with its peak RSS below 2x the result (800 MB) (bars)
 
 Writes bench/out/transfer_bars.json and prints the numbers.
@@ -53,9 +54,11 @@ def part_ingest(res: dict, server: ModernServer, work: Path) -> None:
         runs.append({"exit": p.returncode, "paths": len(paths), "identical": identical,
                      "fastest": r["fastest"], "ceiling_s": r["ceiling"]["seconds"],
                      "rows_per_s": {pth["name"]: pth.get("rows_per_s") for pth in paths}})
+        lo, hi = r["fastest"]["of_ceiling_ci"] or (float("nan"), float("nan"))
         print(f"ingest run {i + 1}: {identical}/{len(paths)} paths landed the expected checksum; fastest "
               f"{r['fastest']['name']} {r['fastest']['rows_per_s']:,.0f} rows/s = {r['fastest']['of_ceiling']:.0%} "
-              f"of INSERT … SELECT ({1e6 / r['ceiling']['seconds']:,.0f} rows/s)", flush=True)
+              f"[{lo:.0%}, {hi:.0%}] of INSERT … SELECT ({1e6 / r['ceiling']['seconds']:,.0f} rows/s); "
+              f"within noise of it: {', '.join(r['ranking']['tied']) or 'none'}", flush=True)
     out = work / "ingest-embedded.json"
     p = chbench("ingest", "--rows", "1000000", "--quiet", "--out", str(out))
     r = json.loads(out.read_text())["result"]
@@ -86,6 +89,7 @@ def part_read(res: dict, server: ModernServer, work: Path) -> None:
         print(f"read {pth['name']}: {pth['rows_per_s']:,.0f} rows/s = {pth['of_transfer_ceiling']:.0%} of the "
               f"transfer ceiling, peak RSS {pth['peak_rss_mb']:.0f} MB", flush=True)
     best = max(rows, key=lambda x: x["rows_per_s"])
+    print(f"read: leader {r['ranking']['leader']}, within noise of it: {', '.join(r['ranking']['tied']) or 'none'}")
     result_mb = READ_ROWS * 8 / 2**20
     print(f"read: transfer ceiling {transfer['rows_per_s']:,.0f} rows/s; fastest {best['name']} "
           f"{best['of_ceiling']:.0%}, peak RSS {best['peak_rss_mb']:.0f} MB vs 2 x {result_mb:.0f} MB "

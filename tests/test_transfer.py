@@ -73,12 +73,23 @@ def test_ingest_every_server_path_lands_identical_data(modern, tmp_path):
     assert paths["http-batches"]["batches"] == 3 and paths["http-file"]["batches"] == 1
     assert res["ceiling"]["checksum"] == res["expected"]["checksum"] and res["fastest"]["of_ceiling"] > 0
     assert "ceiling" in r.stdout and "Fastest path" in r.stdout
+    # three rounds by default: every path's time each round, the median shown, paths ranked
+    # round by round, the leader's share of the ceiling with its interval
+    assert res["rounds"] == 3 and len(res["ceiling"]["rounds_s"]) == 3
+    for p in paths.values():
+        assert len(p["tries_s"]) == 3 and min(p["tries_s"]) <= p["seconds"] <= max(p["tries_s"])
+    ranking = res["ranking"]
+    assert ranking["leader"] == res["fastest"]["name"] and len(ranking["others"]) == len(paths) - 1
+    assert all(g["rounds"] == 3 and g["ci"][0] <= g["ratio"] <= g["ci"][1] for g in ranking["others"])
+    lo, hi = res["fastest"]["of_ceiling_ci"]
+    assert lo <= res["fastest"]["of_ceiling"] <= hi
+    assert "median over 3 rounds" in r.stdout
 
 
 def test_ingest_batch_size_sweep_and_async_insert(modern, tmp_path):
     out = tmp_path / "sweep.json"
     r = run_cli("ingest", "--target", modern.http_url, "--rows", "20000", "--paths", "http-native,connect-arrow",
-                "--batch-size", "5000,20000", "--async-insert", "--compress", "--out", str(out))
+                "--batch-size", "5000,20000", "--async-insert", "--compress", "--repeat", "1", "--out", str(out))
     assert r.code == 0, r.stderr
     names = [p["name"] for p in load(out)["result"]["paths"]]
     assert names == ["http-native@5000", "http-native@20000", "connect-arrow@5000", "connect-arrow@20000"]
@@ -97,7 +108,7 @@ def test_ingest_embedded_paths(tmp_path):
 def test_ingest_on_the_old_server(legacy, tmp_path):
     out = tmp_path / "old.json"
     r = run_cli("ingest", "--target", legacy.http_url, "--target", legacy.native_url, "--rows", "20000",
-                "--out", str(out))
+                "--repeat", "1", "--out", str(out))
     assert r.code == 0, r.stderr
     paths = {p["name"]: p for p in load(out)["result"]["paths"]}
     assert paths["connect-native"]["status"] == "skipped" and "20+" in paths["connect-native"]["reason"]
@@ -136,11 +147,14 @@ def test_a_path_that_lands_wrong_data_is_caught_and_named(modern):
     ep = parse_endpoints([modern.http_url], None, None, None, None)
     registry = {**PATHS, SendsOneBatchTwice.name: SendsOneBatchTwice}
     doc = run_ingest(ep, Dataset(20_000), ["http-batches", "buggy-resend"], [5_000], False, False, lambda s: None,
-                     paths=registry)
+                     paths=registry, rounds=3)
     assert doc["mismatches"] == ["buggy-resend"]
     bad = doc["paths"][1]
     assert bad["status"] == "wrong data" and bad["row_count"] == 25_000 and "expected 20,000 rows" in bad["error"]
     assert doc["paths"][0]["status"] == "ok"
+    # wrong once, not sent again; the ranking holds only what landed right every round
+    assert len(bad["tries_s"]) == 1 and len(doc["paths"][0]["tries_s"]) == 3
+    assert doc["ranking"] == {"leader": "http-batches", "others": [], "tied": []}
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -183,9 +197,12 @@ def test_a_server_that_does_not_answer_is_bad_input_not_failed_paths(command, mo
 def test_read_every_server_path_against_the_ceilings(modern, tmp_path):
     out = tmp_path / "read.json"
     r = run_cli("read", "--target", modern.http_url, "--target", modern.native_url, "--rows", "200000",
-                "--max-block-size", "10000", "--buffer-bytes", "1000000", "--out", str(out))
+                "--max-block-size", "10000", "--buffer-bytes", "1000000", "--repeat", "2", "--out", str(out))
     assert r.code == 0, r.stderr
     res = load(out)["result"]
+    assert res["rounds"] == 2 and all(len(c["tries_s"]) == 2 for c in res["ceilings"])
+    assert all(len(p["tries_s"]) == 2 and p["of_transfer_ceiling_ci"] for p in res["paths"])
+    assert res["ranking"]["leader"] in {p["name"] for p in res["paths"]} and "Fastest path" in r.stdout
     assert [c["name"] for c in res["ceilings"]] == ["ceiling: null", "ceiling: native"]
     assert res["native_bytes"] > 200_000 * 8
     for p in res["paths"]:
@@ -207,7 +224,7 @@ def test_read_on_the_old_server_skips_what_it_cannot_do(legacy, tmp_path):
     out = tmp_path / "old.json"
     r = run_cli("read", "--target", legacy.http_url, "--target", legacy.native_url, "--rows", "50000",
                 "--query", "SELECT number, toString(number) AS s FROM system.numbers LIMIT {rows}",
-                "--out", str(out))
+                "--repeat", "1", "--out", str(out))
     paths = {p["name"]: p for p in load(out)["result"]["paths"]}
     assert paths["http-arrowstream"]["status"] == "skipped" and "ArrowStream" in paths["http-arrowstream"]["reason"]
     assert paths["connect-numpy"]["status"] == "skipped"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from chbench.commands.args import PASSWORD_HELP, add_connection, add_format, add_quiet, positive_int
 from chbench.errors import EXIT_FINDING, EXIT_OK
@@ -38,6 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--async-insert", action="store_true", help="send with async_insert=1, wait_for_async_insert=1")
     p.add_argument("--compress", action="store_true", help="compress what is sent (gzip for raw HTTP, lz4 for "
                                                            "the libraries)")
+    p.add_argument("--repeat", type=positive_int, default=3, metavar="N",
+                   help="rounds: every path once a round, in a rotated order; the median kept, paths compared "
+                        "round by round (default 3)")
     p.add_argument("--keep-tables", action="store_true", help="keep the chbench_ingest_* tables afterwards")
     add_format(p, ["console", "markdown", "json"])
     p.add_argument("--out", metavar="FILE", help="results file (JSON)")
@@ -58,12 +62,13 @@ def run(args: argparse.Namespace) -> int:
     doc = IngestDocument(targets=ep.describe())
     log = say(args.quiet)
     with ResultsWriter(args.out, doc) as writer:
-        def on_entry(e: dict[str, object]) -> None:
-            doc.result.setdefault("paths", []).append(e)
+        def partial(result: dict[str, Any]) -> None:
+            doc.result = result
             writer.checkpoint(force=True)
 
         log(f"generating {args.rows:,} rows (seed {args.seed}) …")
-        doc.result = run_ingest(ep, ds, names, sizes, args.async_insert, args.compress, log, on_entry=on_entry)
+        doc.result = run_ingest(ep, ds, names, sizes, args.async_insert, args.compress, log, partial=partial,
+                                 rounds=args.repeat)
         if not args.keep_tables:
             drop_tables(ep, doc.result["paths"])
     show(args.format, doc)

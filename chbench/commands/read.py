@@ -40,7 +40,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--buffer-bytes", type=positive_int, metavar="N",
                    help="clickhouse-connect's read-ahead buffer (http_buffer_size; default 10 MiB) — the one "
                         "client here with such a knob")
-    p.add_argument("--repeat", type=positive_int, default=1, help="runs per path, best kept (default 1)")
+    p.add_argument("--repeat", type=positive_int, default=3, metavar="N",
+                   help="rounds: every path once a round, in a rotated order; the median kept, paths compared "
+                        "round by round (default 3)")
     p.add_argument("--timeout", type=positive_float, default=600.0, metavar="S", help="per path (default 600)")
     add_format(p, ["console", "markdown", "json"])
     p.add_argument("--out", metavar="FILE", help="results file (JSON)")

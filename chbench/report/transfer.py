@@ -54,14 +54,50 @@ def ingest_table(r: dict[str, Any]) -> tuple[Table, list[str]]:
         t.add("server ceiling", "INSERT … SELECT", c["rows_per_s"], None, c["seconds"], None, None, None, None,
               c["row_count"], c["checksum"], "server alone")
     notes = skipped_notes(r["paths"])
-    f = r.get("fastest")
-    if f and f.get("of_ceiling"):
-        notes.append(f"Fastest path: {f['name']}, {f['of_ceiling']:.0%} of the server's own INSERT … SELECT rate.")
+    f = r.get("fastest") or {}
+    share = "" if not f.get("of_ceiling") else (
+        f"{f['name']} reached {_pct(f['of_ceiling'], f.get('of_ceiling_ci'))} of the server's own INSERT … SELECT "
+        "rate.")
+    notes += ranking_notes(r, share)
     notes.append("MB/s: the data set's Native size per second (one yardstick for every format). Units differ: "
                  "file/embedded paths send everything in one request, the others in batches.")
     if r["mismatches"]:
         notes.append("WRONG DATA: " + ", ".join(r["mismatches"]))
     return t, notes
+
+
+def _pct(v: float, ci: list[float] | None) -> str:
+    return f"{v:.0%}" + (f" [{ci[0]:.0%}, {ci[1]:.0%}]" if ci else "")
+
+
+def _times(v: float, ci: list[float] | None) -> str:
+    return f"{v:.2f}×" + (f" [{ci[0]:.2f}×, {ci[1]:.2f}×]" if ci else "")
+
+
+def ranking_notes(r: dict[str, Any], share: str = "") -> list[str]:
+    """Which path is fastest and whether the rounds can tell it from the next: each other
+    path's time as a multiple of the leader's, paired by round, with its 95% interval
+    (stats/ranking.py)."""
+    rk = r.get("ranking")
+    if not rk:  # a file of chbench before rounds: its fastest path, one run each
+        f = r.get("fastest")
+        return ([f"Fastest path: {f['name']} (one run a path)."] if f else []) + ([share] if share else [])
+    rounds = int(r.get("rounds") or r.get("repeat") or 1)
+    leader, others = rk["leader"], rk["others"]
+    times = f"Times are each path's median over {rounds} rounds." if rounds > 1 else ""
+    if rounds < 2 or not others:
+        why = " (one round: no interval; --repeat 3 or more tells paths apart)" if others else ""
+        return [f"Fastest path: {leader}{why}.", *([share] if share else [])]
+    tied = [g for g in others if not g["behind"]]
+    if tied:
+        near = ", ".join(f"{g['path']} ({_times(g['ratio'], g['ci'])} its time)" for g in tied)
+        head = (f"Fastest path: {leader}, or within noise of it over {rounds} rounds: {near}; more rounds "
+                "(--repeat) narrow the intervals.")
+    else:
+        g = others[0]
+        head = (f"Fastest path: {leader}; the next, {g['path']}, took {_times(g['ratio'], g['ci'])} its time "
+                f"({rounds} rounds, paired by round).")
+    return [head, *([share] if share else []), times]
 
 
 SHORT_S = 0.25  # a ceiling shorter than this is too short to rank by: at 200,000 rows, paths at 105-269% of it
@@ -76,8 +112,13 @@ def read_table(r: dict[str, Any]) -> tuple[Table, list[str]]:
               e.get("peak_rss_mb"), e.get("rss_growth_mb"), status)
     for c in r.get("ceilings", []):
         t.add(c["name"], c["rows_per_s"], c.get("mb_per_s"), c["seconds"], None, None, None, c["what"])
-    notes = [*skipped_notes(r["paths"]), "MB/s: the result's Native size per second. Ceilings: the engine's own "
-             "speed (FORMAT Null) and the Native bytes drained from the socket without decoding."]
+    lead: dict[str, Any] = next((p for p in r["paths"] if r.get("ranking") and p["name"] == r["ranking"]["leader"]), {})
+    share = "" if not lead.get("of_transfer_ceiling") else (
+        f"{lead['name']} reached {_pct(lead['of_transfer_ceiling'], lead.get('of_transfer_ceiling_ci'))} of the "
+        "transfer ceiling.")
+    notes = [*skipped_notes(r["paths"]), *ranking_notes(r, share), "MB/s: the result's Native size per second. "
+             "Ceilings: the engine's own speed (FORMAT Null) and the Native bytes drained from the socket without "
+             "decoding."]
     short = [c for c in r.get("ceilings", []) if c["seconds"] < SHORT_S]
     if short:
         notes.append(f"Too short to rank: a ceiling took {min(c['seconds'] for c in short):.3f} s, where fixed "

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 
 from chbench.errors import QueryError, ServerLost
+from chbench.stats.ranking import gap, median_time, rank, rotated
+from chbench.stats.summary import rel_mad
 from chbench.targets import Credentials, Target, make_target
 from chbench.transfer.dataset import VERIFY_SQL, Dataset, crc32_of, create_table_sql
 from chbench.transfer.endpoints import Endpoints, Skip
@@ -77,7 +79,9 @@ def available(cls: type[IngestPath], ep: Endpoints, admin: Target) -> str | None
 
 def run_ingest(ep: Endpoints, ds: Dataset, names: list[str], batch_sizes: list[int], async_insert: bool,
                compress: bool, log: Callable[[str], None], paths: dict[str, type[IngestPath]] | None = None,
-               on_entry: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+               partial: Callable[[dict[str, Any]], None] | None = None, rounds: int = 1) -> dict[str, Any]:
+    """Every path (and batch size) once a round, in a rotated order, then the server's
+    ceiling; ``partial`` sees the result so far after each path (so Ctrl-C keeps it)."""
     registry = paths or PATHS
     admin = admin_target(ep)
     expected_groups, expected_crc = ds.expected()
@@ -86,39 +90,84 @@ def run_ingest(ep: Endpoints, ds: Dataset, names: list[str], batch_sizes: list[i
     from chbench.transfer.native_format import native_size
 
     size = native_size(ds)
-    entries: list[dict[str, Any]] = []
+    base = {"rows": ds.rows, "seed": ds.seed, "rounds": rounds,
+            "expected": {"checksum": expected_crc, "rows": ds.rows, "groups": [list(g) for g in expected_groups]},
+            "native_bytes": size, "settings": settings, "compress": compress}
+    skipped: list[dict[str, Any]] = []
+    units: list[tuple[type[IngestPath], int | None, bool]] = []
+    for name in names:
+        cls = registry[name]
+        why = available(cls, ep, admin)
+        if why:
+            skipped.append({"name": name, "status": "skipped", "reason": why})
+            log(f"{name}: skipped — {why}")
+            continue
+        sizes: list[int | None] = list(batch_sizes) if cls.batched else [None]
+        units += [(cls, bs, len(sizes) > 1) for bs in sizes]
+    runs: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(units))}
+    ceilings: list[dict[str, Any] | None] = []
+
+    def result() -> dict[str, Any]:
+        entries = [_combine(runs[i], size) for i in range(len(units)) if runs[i]] + skipped
+        entries.sort(key=lambda e: names.index(e.get("path", e["name"])))  # as asked (sorted() is stable)
+        return {**base, "paths": entries, **_summary(entries, ceilings, ds)}
+
     try:
-        for name in names:
-            cls = registry[name]
-            why = available(cls, ep, admin)
-            sizes: list[int | None] = list(batch_sizes) if cls.batched else [None]
-            if why:
-                entries.append({"name": name, "status": "skipped", "reason": why})
-                log(f"{name}: skipped — {why}")
-                continue
-            for bs in sizes:
-                entry = _one(admin, cls, ds, ep, bs or ds.rows, len(sizes) > 1, settings, compress,
-                             f"chbench-{run_id}-{name}-{bs}", expected_crc, size, log)
-                entries.append(entry)
-                if on_entry:
-                    on_entry(entry)
-        ceiling = _ceiling(admin, entries, ds, log)
+        for r in range(rounds):
+            for i in rotated(list(range(len(units))), r):
+                if runs[i] and runs[i][-1].get("status") != "ok":
+                    continue  # skipped, failed or wrong once: said once, not sent again
+                cls, bs, sweep = units[i]
+                runs[i].append(_one(admin, cls, ds, ep, bs or ds.rows, sweep, settings, compress,
+                                    f"chbench-{run_id}-{cls.name}-{bs}-{r}", expected_crc, size, log))
+                if partial:
+                    partial(result())
+            ceilings.append(_ceiling(admin, [rs[-1] for rs in runs.values() if rs], ds, log))
     finally:
         admin.close()
-    landed = [e for e in entries if e.get("status") == "ok"]
-    wrong = [e for e in entries if e.get("status") == "wrong data"]
-    best = max(landed, key=lambda e: e["rows_per_s"], default=None)
-    return {
-        "rows": ds.rows, "seed": ds.seed, "expected": {"checksum": expected_crc, "rows": ds.rows,
-                                                        "groups": [list(g) for g in expected_groups]},
-        "native_bytes": size, "settings": settings, "compress": compress,
-        "paths": entries, "ceiling": ceiling,
-        "fastest": None if best is None else {
-            "name": best["name"], "rows_per_s": best["rows_per_s"],
-            "of_ceiling": (best["rows_per_s"] / ceiling["rows_per_s"]) if ceiling and ceiling.get("rows_per_s")
-            else None},
-        "mismatches": [e["name"] for e in wrong],
-    }
+    return result()
+
+
+def _combine(runs: list[dict[str, Any]], size: int) -> dict[str, Any]:
+    """One path's entry over its rounds: the round that failed or landed wrong data, else
+    the median time (``tries_s`` holds each round's), batch latencies pooled."""
+    last = {k: v for k, v in runs[-1].items() if not k.startswith("_")}
+    if last.get("status") != "ok":
+        return {**last, "round": len(runs) - 1, "tries_s": [e.get("seconds") for e in runs]}
+    tries: list[float] = [e["seconds"] for e in runs]  # every round before the last was ok: it went on
+    seconds = float(np.median(tries))
+    return {**last, "seconds": seconds, "tries_s": tries, "best_seconds": min(tries), "spread": rel_mad(tries),
+            "cpu_seconds": float(np.median([e["cpu_seconds"] for e in runs])),
+            "rows_per_s": last["rows"] / seconds if seconds else None,
+            "mb_per_s": (size / 1e6) / seconds if seconds and size > 0 else None,
+            "retries": sum(e["retries"] for e in runs),
+            "batch_latency_ms": _percentiles([ms for e in runs for ms in e["_batch_ms"]])}
+
+
+def _summary(entries: list[dict[str, Any]], ceilings: list[dict[str, Any] | None], ds: Dataset
+             ) -> dict[str, Any]:
+    """The server's ceiling over the rounds, the ranking of the paths that landed their
+    data every round, and the leader's share of the ceiling, paired by round
+    (stats/ranking.py)."""
+    per_round = [min(c["tries_s"]) if c else None for c in ceilings]
+    last = next((c for c in reversed(ceilings) if c), None)
+    seconds = median_time(per_round)
+    ceiling = None if last is None or seconds is None else {
+        "sql": last["sql"], "seconds": seconds, "rounds_s": per_round,
+        "tries_s": [t for c in ceilings if c for t in c["tries_s"]], "rows_per_s": ds.rows / seconds,
+        "row_count": last["row_count"], "checksum": last["checksum"]}
+    ok = {e["name"]: e["tries_s"] for e in entries if e.get("status") == "ok"}
+    ranking = rank(ok)
+    fastest = None
+    if ranking is not None:
+        best = next(e for e in entries if e["name"] == ranking.leader)
+        share = gap(ok[ranking.leader], per_round)  # ceiling / leader: the leader's share of the ceiling
+        fastest = {"name": best["name"], "rows_per_s": best["rows_per_s"],
+                   "of_ceiling": None if share is None else share.ratio,
+                   "of_ceiling_ci": None if share is None or share.ci is None else list(share.ci),
+                   "tied": [g.other for g in ranking.tied]}
+    return {"ceiling": ceiling, "ranking": None if ranking is None else ranking.to_json(), "fastest": fastest,
+            "mismatches": [e["name"] for e in entries if e.get("status") == "wrong data"]}
 
 
 def _one(admin: Target, cls: type[IngestPath], ds: Dataset, ep: Endpoints, batch_size: int, sweep: bool,
@@ -165,7 +214,7 @@ def _one(admin: Target, cls: type[IngestPath], ds: Dataset, ep: Endpoints, batch
         rows=ds.rows, seconds=seconds, cpu_seconds=cpu, rows_per_s=ds.rows / seconds if seconds else None,
         mb_per_s=(size / 1e6) / seconds if seconds and size > 0 else None,
         batches=len(ctx.batch_ms), retries=ctx.retries, batch_latency_ms=_percentiles(ctx.batch_ms),
-        row_count=rows, checksum=crc,
+        row_count=rows, checksum=crc, _batch_ms=list(ctx.batch_ms),
     )
     if not ok:
         entry["error"] = (f"landed {rows:,} rows with checksum {crc}; expected {ds.rows:,} rows, "
@@ -177,23 +226,23 @@ def _one(admin: Target, cls: type[IngestPath], ds: Dataset, ep: Endpoints, batch
 
 def _ceiling(admin: Target, entries: list[dict[str, Any]], ds: Dataset, log: Callable[[str], None]
              ) -> dict[str, Any] | None:
-    """INSERT … SELECT from a verified table into a fresh one: the server alone."""
+    """INSERT … SELECT from a table verified this round into a fresh one: the server
+    alone, best of a few tries (a conservative yardstick). None without such a table."""
     source = next((e["table"] for e in entries if e.get("status") == "ok"), None)
     if source is None:
         return None
     table = TABLE_PREFIX + "server_ceiling"
     times = []
-    for _ in range(CEILING_TRIES):  # the best of a few: a conservative yardstick
+    for _ in range(CEILING_TRIES):
         _prepare_table(admin, table)
         t0 = time.perf_counter()
         admin.command(f"INSERT INTO {table} SELECT * FROM {source}")
         times.append(time.perf_counter() - t0)
-    seconds = min(times)
     rows, crc, _ = verify(admin, table)
     log(f"server ceiling (INSERT INTO … SELECT * FROM {source}, best of {CEILING_TRIES}): "
-        f"{ds.rows / seconds:,.0f} rows/s in {seconds:.2f} s")
-    return {"sql": f"INSERT INTO {table} SELECT * FROM {source}", "seconds": seconds, "tries_s": times,
-            "rows_per_s": ds.rows / seconds if seconds else None, "row_count": rows, "checksum": crc}
+        f"{ds.rows / min(times):,.0f} rows/s in {min(times):.2f} s")
+    return {"sql": f"INSERT INTO {table} SELECT * FROM {source}", "tries_s": times, "row_count": rows,
+            "checksum": crc}
 
 
 def drop_tables(ep: Endpoints, entries: list[dict[str, Any]]) -> None:

@@ -12,6 +12,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
+from chbench.stats.ranking import gap, rank, rotated
+from chbench.stats.summary import rel_mad
 from chbench.transfer.endpoints import Endpoints
 from chbench.transfer.read_paths import PATHS
 
@@ -37,38 +41,55 @@ class ReadOptions:
     rows: int | None  # expected rows (None: not known, not checked)
     settings: dict[str, str] = field(default_factory=dict)
     compress: bool = False
-    repeat: int = 1  # runs per path, the best kept
+    repeat: int = 3  # rounds: every path once a round, the median kept
     timeout: float = 600.0  # per path
     buffer_bytes: int | None = None
 
 
-def _ceilings(best: Callable[[str], dict[str, Any]], rows: int | None,
-              log: Callable[[str], None]) -> tuple[list[dict[str, Any]], int | None]:
+def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One path's (or ceiling's) runs over the rounds: the last that did not succeed, else
+    the run of median time with every round's time (``tries_s``) and the highest peak
+    resident memory any round reached."""
+    tries = [r.get("seconds") if r.get("status") == "ok" else None for r in runs]
+    bad = [r for r in runs if r.get("status") != "ok"]
+    if bad:
+        return {**bad[-1], "tries_s": tries}
+    ordered = sorted(runs, key=lambda r: r["seconds"])
+    mid = ordered[(len(ordered) - 1) // 2]
+    seconds = float(np.median([r["seconds"] for r in runs]))
+    out = {**mid, "seconds": seconds, "tries_s": tries, "best_seconds": ordered[0]["seconds"],
+           "spread": rel_mad([r["seconds"] for r in runs])}
+    if "peak_rss" in mid:
+        out.update(peak_rss=max(r["peak_rss"] for r in runs),
+                   base_rss=min(r["base_rss"] for r in runs))
+    return out
+
+
+def _ceilings(runs: dict[str, list[dict[str, Any]]], rows: int | None) -> tuple[list[dict[str, Any]], int | None]:
     """The engine alone (FORMAT Null) and the transfer (Native bytes drained): rows/s,
     and the result's Native size."""
     ceilings = []
     native_bytes = None
     for which, what in (("null", "engine alone: FORMAT Null"), ("native", "transfer: Native bytes drained, undecoded")):
-        r = best(f"ceiling-{which}")
+        if not runs.get(f"ceiling-{which}"):
+            continue
+        r = _median_run(runs[f"ceiling-{which}"])
         if r.get("status") != "ok":
-            log(f"ceiling {which}: {r.get('error') or r.get('reason')}")
             continue
         if which == "native":
             native_bytes = r["bytes"] or None
         n = rows or 0
-        ceilings.append({"name": f"ceiling: {which}", "what": what, "seconds": r["seconds"],
+        ceilings.append({"name": f"ceiling: {which}", "what": what, "seconds": r["seconds"], "tries_s": r["tries_s"],
                          "rows_per_s": n / r["seconds"] if r["seconds"] and n else None, "bytes": r.get("bytes")})
-        log(f"ceiling {which}: {r['seconds']:.3f} s")
     for c in ceilings:
         c["mb_per_s"] = (native_bytes / 1e6) / c["seconds"] if native_bytes and c["seconds"] else None
     return ceilings, native_bytes
 
 
 def _entry(name: str, r: dict[str, Any], rows: int | None, native_bytes: int | None,
-           transfer: dict[str, Any] | None, log: Callable[[str], None]) -> dict[str, Any]:
+           transfer: dict[str, Any] | None) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": name, "description": PATHS[name].description, **r}
     if r.get("status") != "ok":
-        log(f"{name}: {r['status']} — {r.get('error') or r.get('reason')}")
         return entry
     s = r["seconds"]
     entry.update(
@@ -77,39 +98,58 @@ def _entry(name: str, r: dict[str, Any], rows: int | None, native_bytes: int | N
         peak_rss_mb=r["peak_rss"] / 2**20, rss_growth_mb=(r["peak_rss"] - r["base_rss"]) / 2**20,
         rows_ok=rows is None or r["rows"] == rows,
     )
-    if transfer and transfer.get("rows_per_s") and entry["rows_per_s"]:
-        entry["of_transfer_ceiling"] = entry["rows_per_s"] / transfer["rows_per_s"]
-    log(f"{name}: {entry['rows_per_s']:,.0f} rows/s in {s:.3f} s, peak RSS {entry['peak_rss_mb']:.0f} MB"
-        + ("" if entry["rows_ok"] else f" — WRONG ROW COUNT {r['rows']:,}"))
+    share = gap(r["tries_s"], transfer["tries_s"]) if transfer else None  # paired by round
+    if share is not None:
+        entry["of_transfer_ceiling"] = share.ratio
+        entry["of_transfer_ceiling_ci"] = None if share.ci is None else list(share.ci)
     return entry
+
+
+def _log(name: str, r: dict[str, Any], rows: int | None, log: Callable[[str], None]) -> None:
+    if r.get("status") != "ok":
+        log(f"{name}: {r['status']} — {r.get('error') or r.get('reason')}")
+    elif name.startswith("ceiling-"):
+        log(f"{name}: {r['seconds']:.3f} s")
+    else:
+        log(f"{name}: {r['rows'] / r['seconds']:,.0f} rows/s in {r['seconds']:.3f} s, peak RSS "
+            f"{r['peak_rss'] / 2**20:.0f} MB" + ("" if rows is None or r["rows"] == rows
+                                                 else f" — WRONG ROW COUNT {r['rows']:,}"))
 
 
 def run_read(ep: Endpoints, names: list[str], opts: ReadOptions, log: Callable[[str], None],
              partial: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Ceilings, then every path; ``partial`` sees the result after each one (so Ctrl-C
-    keeps what was read)."""
+    """``opts.repeat`` rounds: the two ceilings, then every path in a rotated order, each
+    in a process of its own; ``partial`` sees the result after each one (so Ctrl-C keeps
+    what was read)."""
     base = {"query": opts.query, "rows": opts.rows, "http": asdict(ep.http) if ep.http else None,
             "native": asdict(ep.native) if ep.native else None, "chdb_path": ep.embedded,
             "password": ep.password, "ca_file": ep.ca_file, "settings": opts.settings, "compress": opts.compress,
             "buffer_bytes": opts.buffer_bytes}
+    skipped = {n: why for n in names if (why := ep.missing(PATHS[n].protocol))}
+    for n, why in skipped.items():
+        log(f"{n}: skipped — {why}")
+    runs: dict[str, list[dict[str, Any]]] = {}
 
-    def best(path: str) -> dict[str, Any]:
-        runs = [_spawn({**base, "path": path}, opts.timeout) for _ in range(opts.repeat)]
-        ok = [r for r in runs if r.get("status") == "ok"]
-        return min(ok, key=lambda r: r["seconds"]) if ok else runs[0]
+    def result() -> dict[str, Any]:
+        ceilings, native_bytes = _ceilings(runs, opts.rows)
+        transfer = next((c for c in ceilings if c["name"] == "ceiling: native"), None)
+        paths: list[dict[str, Any]] = [{"name": n, "status": "skipped", "reason": skipped[n]} if n in skipped else
+                 _entry(n, _median_run(runs[n]), opts.rows, native_bytes, transfer) for n in names
+                 if n in skipped or runs.get(n)]
+        ranking = rank({e["name"]: e["tries_s"] for e in paths if e.get("status") == "ok" and e.get("rows_ok")})
+        return {"query": opts.query, "rows": opts.rows, "settings": opts.settings, "compress": opts.compress,
+                "repeat": opts.repeat, "rounds": opts.repeat, "buffer_bytes": opts.buffer_bytes,
+                "native_bytes": native_bytes, "ceilings": ceilings, "paths": paths,
+                "ranking": None if ranking is None else ranking.to_json()}
 
-    result: dict[str, Any] = {"query": opts.query, "rows": opts.rows, "settings": opts.settings,
-                              "compress": opts.compress, "repeat": opts.repeat, "buffer_bytes": opts.buffer_bytes,
-                              "native_bytes": None, "ceilings": [], "paths": []}
-    result["ceilings"], result["native_bytes"] = _ceilings(best, opts.rows, log)
-    transfer = next((c for c in result["ceilings"] if c["name"] == "ceiling: native"), None)
-    for name in names:
-        why = ep.missing(PATHS[name].protocol)
-        if why:
-            result["paths"].append({"name": name, "status": "skipped", "reason": why})
-            log(f"{name}: skipped — {why}")
-        else:
-            result["paths"].append(_entry(name, best(name), opts.rows, result["native_bytes"], transfer, log))
-        if partial:
-            partial(result)
-    return result
+    live = [n for n in names if n not in skipped]
+    for r in range(opts.repeat):
+        for name in ["ceiling-null", "ceiling-native", *rotated(live, r)]:
+            if runs.get(name) and runs[name][-1].get("status") != "ok":
+                continue  # failed once: said once, not sent again
+            one = _spawn({**base, "path": name}, opts.timeout)
+            runs.setdefault(name, []).append(one)
+            _log(name, one, opts.rows, log)
+            if partial and not name.startswith("ceiling-"):
+                partial(result())
+    return result()

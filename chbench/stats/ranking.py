@@ -1,0 +1,114 @@
+"""Which of several client paths is fastest, and by how much (docs/statistics.md,
+"Client paths: the fastest and by how much").
+
+``ingest`` and ``read`` measure every path once per round, the paths in a rotated order
+(round r starts at the r-th path), so each round's times were taken within seconds of
+each other on the same machine. The unit is the round: for two paths the log ratio of
+their times in each round where both succeeded, ``d_r = log(t_other / t_leader)``; the
+typical ratio is ``exp(mean d)`` and its interval Student's t on the ``d_r`` — a handful
+of rounds (3 by default) is too few for a distribution-free interval (the signed-rank
+one needs 6 pairs for 95%), and on the log scale a path's run-to-run noise is close to
+symmetric. Pairing takes out what the machine did to a whole round, as in the paired
+analysis of side-by-side runs (stats/paired.py).
+
+The leader is the path with the shortest median time. Another path is *behind* when its
+ratio's interval lies above 1, else *within noise* of the leader: then "the fastest"
+is one of them and the report says so. One round gives no interval at all.
+
+Choosing the leader as the fastest of the rounds biases every comparison its way: with
+two paths of equal speed, a plain 95% interval called the other *behind* in 5.2% of
+seeded runs, and with four, one of the three in 15%. So each interval is taken at
+1 − 0.05/k for k paths. Seeded, all paths equal, a shared round factor (10%) and 5% noise
+a path, 3 000 runs each: the headline (the nearest path behind: "X is the fastest") in
+2.3% with 2 paths and ≤ 0.1% with 7 or 12; any path called behind in 2.3–7.6% (2–12
+paths, 3 or 5 rounds). The price: a path 10% slower is told apart in 14% of 3-round runs
+and 46% of 5-round runs at that noise (tests/test_ranking.py checks the false side).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+
+CONF = 0.95
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Gap:
+    """How much longer ``other`` took than the leader: the typical ratio of times
+    (= how many times the leader's throughput), its interval, the rounds paired."""
+
+    other: str
+    ratio: float
+    ci: tuple[float, float] | None  # None: fewer than 2 paired rounds
+    rounds: int
+
+    @property
+    def behind(self) -> bool:
+        return self.ci is not None and self.ci[0] > 1.0
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.other, "ratio": round(self.ratio, 4),
+                "ci": None if self.ci is None else [round(self.ci[0], 4), round(self.ci[1], 4)],
+                "rounds": self.rounds, "behind": self.behind}
+
+
+def gap(leader: list[float | None], other: list[float | None], name: str = "", conf: float = CONF
+        ) -> Gap | None:
+    """The paired ratio other/leader over the rounds where both have a time, with its
+    interval at ``conf``; None when no round has both."""
+    d = np.array([math.log(o / a) for a, o in zip(leader, other, strict=False)
+                  if a is not None and o is not None and a > 0 and o > 0])
+    if len(d) == 0:
+        return None
+    mean = float(d.mean())
+    if len(d) < 2:
+        return Gap(name, math.exp(mean), None, 1)
+    from scipy import stats as sps  # only here: importing it costs ~2 s (stats/summary.py)
+
+    half = float(sps.t.ppf(0.5 + conf / 2, len(d) - 1)) * float(d.std(ddof=1)) / math.sqrt(len(d))
+    return Gap(name, math.exp(mean), (math.exp(mean - half), math.exp(mean + half)), len(d))
+
+
+def median_time(times: list[float | None]) -> float | None:
+    ok = [t for t in times if t is not None]
+    return float(np.median(ok)) if ok else None
+
+
+@dataclass(frozen=True)
+class Ranking:
+    leader: str
+    gaps: list[Gap]  # every other path with a time, nearest first
+
+    @property
+    def tied(self) -> list[Gap]:
+        """Paths the rounds cannot tell from the leader."""
+        return [g for g in self.gaps if not g.behind]
+
+    def to_json(self) -> dict[str, object]:
+        return {"leader": self.leader, "others": [g.to_json() for g in self.gaps],
+                "tied": [g.other for g in self.tied]}
+
+
+def rank(times: dict[str, list[float | None]]) -> Ranking | None:
+    """``times[path][r]``: the path's seconds in round r (None: it failed that round).
+    None when no path has a time."""
+    medians = {k: m for k, v in times.items() if (m := median_time(v)) is not None}
+    if not medians:
+        return None
+    leader = min(medians, key=lambda k: medians[k])
+    conf = 1 - (1 - CONF) / len(medians)
+    gaps = [g for k in medians if k != leader and (g := gap(times[leader], times[k], k, conf)) is not None]
+    return Ranking(leader, sorted(gaps, key=lambda g: g.ratio))
+
+
+def rotated(names: list[T], r: int) -> list[T]:
+    """Round r's order: starting at the r-th name, so each path runs early and late."""
+    if not names:
+        return []
+    k = r % len(names)
+    return names[k:] + names[:k]
