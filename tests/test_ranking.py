@@ -63,3 +63,28 @@ def test_rounds_rotate_the_order():
     assert [rotated(names, r) for r in range(4)] == [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"],
                                                      ["a", "b", "c"]]
     assert rotated([], 2) == []
+
+
+def test_pooled_noise_tells_clearly_slower_paths_apart_in_three_rounds():
+    """Seven paths, three rounds: each pair's own variance has 2 degrees of freedom and,
+    at the corrected level, could not tell a 1.3x gap (0.15% of runs); pooled over the
+    paths (12 degrees of freedom) it can in most runs."""
+    rng = np.random.default_rng(11)
+    told = 0
+    for _ in range(400):
+        r = rank(seeded_rounds(rng, {"a": 1.0, **{f"b{j}": 1.3 for j in range(6)}}, 3))
+        told += r is not None and r.leader == "a" and all(g.behind for g in r.gaps)
+    assert told / 400 >= 0.7, told
+
+
+def test_a_path_noisier_than_the_rest_keeps_its_own_wider_interval():
+    """The pooled variance is a floor under a pair's own, never a ceiling: a path with 3x
+    the others' noise and the same speed is rarely called behind."""
+    rng = np.random.default_rng(12)
+    called = 0
+    for _ in range(1000):
+        shared = rng.normal(0, 0.10, 3)
+        times = {f"p{j}": list(np.exp(shared + rng.normal(0, 0.15 if j == 6 else 0.05, 3))) for j in range(7)}
+        r = rank(times)
+        called += r is not None and any(g.behind for g in r.gaps if g.other == "p6")
+    assert called / 1000 <= 0.07, called
