@@ -448,3 +448,16 @@ def test_an_undecided_query_stops_at_its_budget_when_no_time_is_left():
         assert 2.0 <= spent < 2.0 + 0.25
     assert outcome.doc.meta.extra["time_pool"] == [{"budget_s": 2.0, "saved_s": 0.0, "beyond_budget_s": 0.0,
                                                     "queries_beyond_budget": {}}]
+
+
+def test_clickbench_queries_file_is_recognised_and_named_as_clickbench_numbers_them():
+    """ClickBench's queries.sql read as plain lines named its queries by their words
+    (``select-searchengineid-clientip-count-as-c-f3bac8`` for Q31)."""
+    from chbench.clickbench import data_text
+
+    wl = parse_workload(data_text("queries.sql"), "queries.sql")
+    assert [q.name for q in wl.queries] == [f"Q{i}" for i in range(43)]
+    assert wl.queries[0].sql == "SELECT COUNT(*) FROM hits;"
+    # any other one-query-a-line file stays as it was
+    assert [q.name for q in parse_workload("SELECT 1;\nSELECT 2;\n", "x").queries][0].startswith("select-1")
+    assert [q.name for q in parse_workload("SELECT count() FROM hits;\nSELECT 1;\n", "x").queries] != ["Q0", "Q1"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from chbench.errors import UsageError
 from chbench.files import read_user_file
-from chbench.workload.formats.clickbench import parse_clickbench
+from chbench.workload.formats.clickbench import looks_like_clickbench, parse_clickbench
 from chbench.workload.formats.perftest import (
     PerfTestOptions,
     looks_like_perftest,
@@ -42,11 +42,12 @@ FALLBACK = "script"
 FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("perftest", "ClickHouse performance test XML (tests/performance/*.xml)", parse_perftest,
            detect=looks_like_perftest),
+    Format("clickbench", "ClickBench's queries.sql: one query per line, named Q0, Q1, …", parse_clickbench,
+           detect=lambda path, text: looks_like_clickbench(text)),
     Format("lines", "one query per line, as clickhouse-benchmark reads a file", parse_lines,
            detect=lambda path, text: looks_like_lines(text)),
     Format("script", "SQL script: ';'-separated statements, comments, '-- name:'", parse_script),
     Format("tsv", "one query per line, TSV escapes undone (clickhouse-benchmark's standard input)", parse_tsv),
-    Format("clickbench", "ClickBench's queries.sql: one query per line, named Q0, Q1, …", parse_clickbench),
 )}
 
 
