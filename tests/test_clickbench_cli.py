@@ -106,6 +106,8 @@ def test_load_reports_rows_time_and_size(embedded_run):
     assert doc["kind"] == "clickbench-load" and doc["status"] == "complete"
     rep = doc["load"]
     assert rep["rows"] == rep["expected_rows"] == ROWS and rep["data_size"] > 1_000_000 and rep["seconds"] > 0
+    r = run_cli("report", str(d / "load.json"), "--markdown", "/dev/stdout")
+    assert r.code == 0 and "## ClickBench load: load.json" in r.stdout and f"loaded {ROWS:,} rows" in r.stdout, r.stderr
     # a table with rows is not replaced silently
     r = run_cli("clickbench", "load", "--target", target, "--synthetic", "1000")
     assert_one_line_error(r)
@@ -259,6 +261,11 @@ def test_concurrent_and_mixed_stress(server_hits, tmp_path):
         # the target's notes, as load keeps them: over HTTP, results asked in Native
         assert any("default_format=Native" in n for n in m["with_ingest"]["notes"]) == (url == http_url)
         assert "rows/s" in r.stdout
+    # a stress file has a report too: the section its command prints, named by its file
+    r = run_cli("report", str(d / "m.json"), "--markdown", str(d / "m.md"))
+    assert r.code == 0, r.stderr
+    md = (d / "m.md").read_text()
+    assert "## ClickBench stress: 2 connections, 2 s: m.json" in md and "queries + ingest:" in md
     r = run_cli("clickbench", "stress", "--duration", "1")
     assert_one_line_error(r)
     assert "server target" in r.stderr
@@ -295,6 +302,8 @@ def test_crash_recovery_cycles(tmp_path):
                                                "after the restart; sent again with its token, the server took "
                                                "it for a duplicate"), c["problems"]
     assert f"{sum(c['ok'] for c in doc['cycles'])} of 2 kill -9 cycles" in r.stdout
+    r = run_cli("report", str(out), "--markdown", str(tmp_path / "crash.md"))
+    assert r.code == 0 and "## ClickBench crash test: crash.json" in (tmp_path / "crash.md").read_text(), r.stderr
 
 
 def test_a_batch_whose_token_outlived_its_rows_is_named(modern):

@@ -47,15 +47,17 @@ class ConsoleExporter(Exporter):
         elif isinstance(block, Heading):
             con.print(RichText(block.text, style="bold"))
         elif isinstance(block, Table):
+            if block.title:  # a line of its own: as the table's title, rich wrapped it to the table's width
+                con.print(RichText(block.title))
             con.print(self._table(block))
         elif isinstance(block, Details):
             pass  # per-query charts: HTML only
 
     @staticmethod
     def _table(t: Table) -> RichTable:
-        # titles as plain text, like the cells: a '[...]' in one is not rich markup
-        rt = RichTable(title=RichText(t.title) if t.title else None, title_justify="left")
+        rt = RichTable()
         for c in t.columns:
+            # titles as plain text, like the cells: a '[...]' in one is not rich markup
             rt.add_column(RichText(c.title), justify="left" if c.align == "left" else "right")
         for cells in t.rows:
             rt.add_row(*(RichText(cell.shown(col), style=STYLE.get(cell.style, ""))

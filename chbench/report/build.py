@@ -6,14 +6,17 @@ compare``, so every number in a report is the number those commands print.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from chbench.clickbench.scores import score
 from chbench.compare import CompareOptions, build_comparison, sides_of
 from chbench.errors import UsageError
 from chbench.export.sections import Report, Section
 from chbench.report.bisect import bisect_section
-from chbench.report.clickbench import scores_section
+from chbench.report.clickbench import crash_test_section, scores_section, stress_section
+from chbench.report.clickbench import load_section as clickbench_load_section
 from chbench.report.comparison import comparison_section
 from chbench.report.load import load_section
 from chbench.report.replay import replay_section
@@ -22,12 +25,15 @@ from chbench.report.transfer import transfer_section
 from chbench.results import (
     BisectDocument,
     ClickBenchEntry,
+    ClickBenchLoadDocument,
     ClickBenchRunDocument,
     ClickHouseBenchmarkFile,
+    CrashTestDocument,
     LoadDocument,
     ReplayDocument,
     ResultsFile,
     RunDocument,
+    StressDocument,
     TransferDocument,
     UpgradeScriptFile,
     entry_of,
@@ -35,6 +41,10 @@ from chbench.results import (
 )
 
 COMPARABLE = (RunDocument, UpgradeScriptFile, ClickHouseBenchmarkFile)
+# ClickBench's other files: each its own section, as its command prints it
+CLICKBENCH_OTHERS: dict[type, Callable[[Any], Section]] = {
+    StressDocument: stress_section, ClickBenchLoadDocument: clickbench_load_section,
+    CrashTestDocument: crash_test_section}
 
 
 def build_report(files: list[str], opts: CompareOptions | None = None) -> Report:
@@ -43,9 +53,10 @@ def build_report(files: list[str], opts: CompareOptions | None = None) -> Report
     opened: list[tuple[str, ResultsFile]] = [(f, open_results(f)) for f in files]
     for f, doc in opened:
         if not isinstance(doc, (*COMPARABLE, LoadDocument, ReplayDocument, ClickBenchEntry, ClickBenchRunDocument,
-                                TransferDocument, BisectDocument)):
+                                TransferDocument, BisectDocument, *CLICKBENCH_OTHERS)):
             raise UsageError(f"{f}: a chbench '{getattr(doc, 'kind', '?')}' file has no report (report takes run, "
-                             "load, replay, clickbench, ingest, read and bisect files)")
+                             "load, replay, clickbench (run, load, stress, crash-test), ingest, read and bisect "
+                             "files)")
     sections: list[Section] = []
     comparable = [(f, d) for f, d in opened if isinstance(d, COMPARABLE)]
     if len(comparable) > 2:
@@ -69,6 +80,11 @@ def build_report(files: list[str], opts: CompareOptions | None = None) -> Report
     if entries:
         sections.append(scores_section(score([entry_of(f, d) for f, d in entries])))
     sections += [transfer_section(d, f) for f, d in opened if isinstance(d, TransferDocument)]
+    for f, d in opened:
+        if type(d) in CLICKBENCH_OTHERS:
+            section = CLICKBENCH_OTHERS[type(d)](d)
+            section.title += f": {Path(f).name}"
+            sections.append(section)
     return Report("chbench report: " + ", ".join(Path(f).name for f in files), sections, files)
 
 
