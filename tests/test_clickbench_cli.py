@@ -261,6 +261,11 @@ def test_concurrent_and_mixed_stress(server_hits, tmp_path):
         # the target's notes, as load keeps them: over HTTP, results asked in Native
         assert any("default_format=Native" in n for n in m["with_ingest"]["notes"]) == (url == http_url)
         assert "rows/s" in r.stdout
+        # each query's ratio with its interval and what a rank test (Holm across queries) says
+        judged = [q for q in m["p50_by_query"] if q["ci"] is not None]
+        assert judged and all(q["ci"][0] <= q["ratio"] <= q["ci"][1] for q in judged)
+        assert all(q["change"] in ("slower", "faster", "not shown") for q in judged)
+        assert "With the writer:" in r.stdout
     # a stress file has a report too: the section its command prints, named by its file
     r = run_cli("report", str(d / "m.json"), "--markdown", str(d / "m.md"))
     assert r.code == 0, r.stderr

@@ -10,6 +10,7 @@ time; the error ratio is failed / started; latencies are kept raw, per query.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -183,15 +184,45 @@ def mixed(connect: Connect, queries: list[Query], n: int, duration: float, seed:
         loaded = concurrent(connect, queries, n, duration, seed, "queries + ingest", timeout)
     finally:
         ingest = writer.finish()
-    rows = []
-    for q in range(1, len(queries) + 1):
-        a, b = base.latencies.get(q), loaded.latencies.get(q)
-        pa = float(np.median(a)) if a else None
-        pb = float(np.median(b)) if b else None
-        rows.append({"query": q, "p50_ms_without": pa, "p50_ms_with": pb,
-                     "ratio": (pb / pa) if pa and pb else None})
+    rows = [_with_writer(q, base.latencies.get(q) or [], loaded.latencies.get(q) or [])
+            for q in range(1, len(queries) + 1)]
+    _judge_writer(rows, base.latencies, loaded.latencies)
     return {"without_ingest": base.to_json(), "with_ingest": loaded.to_json(), "ingest": ingest.to_json(),
             "p50_by_query": rows, "interrupted": loaded.interrupted}
+
+
+def _with_writer(q: int, a: list[float], b: list[float]) -> dict[str, Any]:
+    """A query's p50 without and with the writer, the ratio and its 95% interval (the
+    bootstrap of the ratio of medians, as ``compare`` reads two samples; fixed seed)."""
+    pa = float(np.median(a)) if a else None
+    pb = float(np.median(b)) if b else None
+    row: dict[str, Any] = {"query": q, "p50_ms_without": pa, "p50_ms_with": pb,
+                           "ratio": (pb / pa) if pa and pb else None, "ci": None, "change": None}
+    if len(a) >= 5 and len(b) >= 5:
+        from chbench.stats.compare import SEED, ratio_interval
+
+        _, lo, hi = ratio_interval(a, b, SEED)  # of the log ratio
+        row["ci"] = [math.exp(lo), math.exp(hi)]
+    return row
+
+
+def _judge_writer(rows: list[dict[str, Any]], a: dict[int, list[float]], b: dict[int, list[float]]) -> None:
+    """``change`` per query: ``slower``/``faster`` where a rank test (Mann–Whitney) says
+    the two phases differ, Holm-corrected across the queries, and the interval agrees;
+    else ``not shown``. The phases ran one after the other: a machine that changed
+    between them moves every query alike (docs/clickbench.md)."""
+    tested = [r for r in rows if r["ci"] is not None]
+    if not tested:
+        return
+    from scipy.stats import mannwhitneyu
+
+    from chbench.stats.compare import holm
+
+    adjusted = holm([float(mannwhitneyu(a[r["query"]], b[r["query"]]).pvalue) for r in tested])
+    for r, p in zip(tested, adjusted, strict=True):
+        lo, hi = r["ci"]
+        r["p_holm"] = p
+        r["change"] = "slower" if p < 0.05 and lo > 1 else "faster" if p < 0.05 and hi < 1 else "not shown"
 
 
 def require_server(target: Target, what: str) -> None:

@@ -3,6 +3,7 @@ the 43 queries with its checksums, a stress test, a load and a crash test."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -134,10 +135,18 @@ def stress_section(doc: StressDocument) -> Section:
             Text(f"ingest: {ing['rows']:,} rows in {ing['seconds']:.1f} s = {ing['rows_per_s']:,.0f} rows/s "
                  f"({ing['method']})" + (f"; writer stopped: {ing['error']}" if ing["error"] else ""), "summary")]
         table = Table([_query_column(), Column("p50 ms without", ".1f"), Column("p50 ms with", ".1f"),
-                       Column("ratio", ".2f")], title="p50 per query, without and with the writer")
+                       Column("ratio", ".2f"), Column("95% CI", align="left"), Column("with the writer", align="left")],
+                      title="p50 per query, without and with the writer")
         for q in m["p50_by_query"]:
-            table.add(_query(q["query"]), q["p50_ms_without"], q["p50_ms_with"], q["ratio"])
+            ci = q.get("ci")
+            table.add(_query(q["query"]), q["p50_ms_without"], q["p50_ms_with"], q["ratio"],
+                      f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "-", q.get("change") or "-")
         blocks.append(table)
+        counts = Counter(q["change"] for q in m["p50_by_query"] if q.get("change"))
+        if counts:
+            blocks.append(Text(f"With the writer: {counts['slower']} queries slower, {counts['faster']} faster, "
+                               f"{counts['not shown']} not shown (rank test, Holm across queries; the two phases ran "
+                               "one after the other, so a change of the machine between them moves them all)."))
     return Section(f"ClickBench stress: {doc.concurrent} connections, {doc.duration:g} s", "clickbench-stress",
                    blocks)
 

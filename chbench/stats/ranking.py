@@ -12,8 +12,9 @@ symmetric. Pairing takes out what the machine did to a whole round, as in the pa
 analysis of side-by-side runs (stats/paired.py).
 
 Three rounds give a pair's own variance 2 degrees of freedom: t's quantile at the level
-below is then 11.8 for 7 paths (3.2 with 12 degrees of freedom). With three paths or more the noise is pooled instead, as the
-separate-run analysis pools it across queries (stats/rounds.py): a two-way model, path ×
+below is then 11.8 for 7 paths (3.2 with 12 degrees of freedom). With three paths or
+more the noise is pooled instead, as the separate-run analysis pools it across queries
+(stats/rounds.py): a two-way model, path ×
 round, on the log times, whose residual variance has (k − 1)(n − 1) degrees of freedom;
 the pair's own variance stays a floor, so a path noisier than the rest keeps a wider
 interval. Seeded (7 paths, 3 rounds): every path 1.3× slower than the leader told apart
