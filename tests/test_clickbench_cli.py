@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from chbench.clickbench import queries
@@ -262,10 +263,10 @@ def test_concurrent_and_mixed_stress(server_hits, tmp_path):
         assert any("default_format=Native" in n for n in m["with_ingest"]["notes"]) == (url == http_url)
         assert "rows/s" in r.stdout
         # each query's ratio with its interval and what a rank test (Holm across queries) says
+        # (2 s phases give most queries too few runs: the rule itself is tested below)
         judged = [q for q in m["p50_by_query"] if q["ci"] is not None]
-        assert judged and all(q["ci"][0] <= q["ratio"] <= q["ci"][1] for q in judged)
         assert all(q["change"] in ("slower", "faster", "not shown") for q in judged)
-        assert "With the writer:" in r.stdout
+        assert ("With the writer:" in r.stdout) == bool(judged)
     # a stress file has a report too: the section its command prints, named by its file
     r = run_cli("report", str(d / "m.json"), "--markdown", str(d / "m.md"))
     assert r.code == 0, r.stderr
@@ -424,3 +425,19 @@ def test_a_try_over_the_timeout_is_null(embedded_run, tmp_path):
     assert [t["seconds"] for t in q["tries"]] == [None, None, None]
     assert all(t["error"]["code"] == 159 for t in q["tries"])
     assert json.loads(cb.read_text())["result"][4] == [None, None, None]
+
+
+def test_the_writers_effect_per_query_has_an_interval_and_a_corrected_test():
+    """Seeded latencies: a query 1.5x slower with the writer is called slower; an
+    unchanged one is not shown; one with fewer than 5 runs a phase is not judged."""
+    from chbench.clickbench.stress import _judge_writer, _with_writer
+
+    rng = np.random.default_rng(5)
+    a = {q: list(rng.lognormal(np.log(10), 0.1, 40)) for q in (1, 2)}
+    b = {1: list(rng.lognormal(np.log(15), 0.1, 40)), 2: list(rng.lognormal(np.log(10), 0.1, 40))}
+    a[3], b[3] = [10.0] * 4, [20.0] * 4
+    rows = [_with_writer(q, a[q], b[q]) for q in (1, 2, 3)]
+    _judge_writer(rows, a, b)
+    assert rows[0]["change"] == "slower" and 1.3 < rows[0]["ci"][0] < 1.5 < rows[0]["ci"][1] < 1.7
+    assert rows[1]["change"] == "not shown" and rows[1]["ci"][0] < 1 < rows[1]["ci"][1]
+    assert rows[2]["ci"] is None and rows[2]["change"] is None and rows[2]["ratio"] == 2.0
