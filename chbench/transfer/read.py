@@ -133,9 +133,10 @@ def run_read(ep: Endpoints, names: list[str], opts: ReadOptions, log: Callable[[
     def result() -> dict[str, Any]:
         ceilings, native_bytes = _ceilings(runs, opts.rows)
         transfer = next((c for c in ceilings if c["name"] == "ceiling: native"), None)
-        paths: list[dict[str, Any]] = [{"name": n, "status": "skipped", "reason": skipped[n]} if n in skipped else
-                 _entry(n, _median_run(runs[n]), opts.rows, native_bytes, transfer) for n in names
-                 if n in skipped or runs.get(n)]
+        paths: list[dict[str, Any]] = [
+            {"name": n, "status": "skipped", "reason": skipped[n]} if n in skipped
+            else _entry(n, _median_run(runs[n]), opts.rows, native_bytes, transfer)
+            for n in names if n in skipped or runs.get(n)]
         ranking = rank({e["name"]: e["tries_s"] for e in paths if e.get("status") == "ok" and e.get("rows_ok")})
         return {"query": opts.query, "rows": opts.rows, "settings": opts.settings, "compress": opts.compress,
                 "repeat": opts.repeat, "rounds": opts.repeat, "buffer_bytes": opts.buffer_bytes,
