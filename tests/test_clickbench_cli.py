@@ -259,6 +259,8 @@ def test_concurrent_and_mixed_stress(server_hits, tmp_path):
         m = load(d / "m.json")["mixed"]
         assert m["ingest"]["rows"] > 0 and m["ingest"]["error"] is None
         assert m["without_ingest"]["queries_ok"] > 0 and m["with_ingest"]["queries_ok"] > 0
+        assert [w["phase"] for w in m["windows"]] == ["queries only", "queries + ingest", "queries + ingest",
+                                                      "queries only"]
         # the target's notes, as load keeps them: over HTTP, results asked in Native
         assert any("default_format=Native" in n for n in m["with_ingest"]["notes"]) == (url == http_url)
         assert "rows/s" in r.stdout
@@ -425,6 +427,14 @@ def test_a_try_over_the_timeout_is_null(embedded_run, tmp_path):
     assert [t["seconds"] for t in q["tries"]] == [None, None, None]
     assert all(t["error"]["code"] == 159 for t in q["tries"])
     assert json.loads(cb.read_text())["result"][4] == [None, None, None]
+
+
+def test_the_writer_runs_in_windows_a_b_b_a():
+    from chbench.clickbench.stress import abba
+
+    assert abba(1) == [False, True]
+    assert abba(2) == [False, True, True, False]
+    assert abba(3) == [False, True, True, False, False, True]
 
 
 def test_the_writers_effect_per_query_has_an_interval_and_a_corrected_test():

@@ -29,6 +29,9 @@ from chbench.workload import Query
 
 INGEST_TABLE = "hits_ingest"
 INGEST_BATCH_ROWS = 20_000
+# --ingest: windows of each side, in A B B A order. Two phases one after the other had
+# the machine's own change between them in every query's comparison.
+WINDOWS = 2
 
 
 @dataclass
@@ -41,6 +44,19 @@ class Phase:
     lost: str | None = None
     interrupted: bool = False  # Ctrl-C ended it early: what it holds was measured
     notes: list[str] = field(default_factory=list)  # the target's, as load keeps them (probe_hosts)
+
+    def add(self, w: Phase) -> None:
+        """A window of this phase: its time, latencies and errors added to the rest."""
+        self.seconds += w.seconds
+        for q, lat in w.latencies.items():
+            self.latencies.setdefault(q, []).extend(lat)
+        for q, k in w.errors.items():
+            self.errors[q] = self.errors.get(q, 0) + k
+        for q, m in w.error_messages.items():
+            self.error_messages.setdefault(q, m)
+        self.lost = self.lost or w.lost
+        self.interrupted = self.interrupted or w.interrupted
+        self.notes = self.notes or w.notes
 
     @property
     def ok(self) -> int:
@@ -114,6 +130,13 @@ class IngestResult:
     method: str = ""
     error: str | None = None
 
+    def add(self, w: IngestResult) -> None:
+        self.rows += w.rows
+        self.batches += w.batches
+        self.seconds += w.seconds
+        self.method = w.method
+        self.error = self.error or w.error
+
     def to_json(self) -> dict[str, Any]:
         return {"rows": self.rows, "batches": self.batches, "seconds": self.seconds,
                 "rows_per_s": self.rows / self.seconds if self.seconds else 0.0, "method": self.method,
@@ -171,24 +194,44 @@ class Writer(threading.Thread):
         return self.result
 
 
+def abba(windows: int) -> list[bool]:
+    """Whether the writer runs in each window: A B B A A B …, ``windows`` of each, so a
+    machine drifting steadily through the test weighs on both alike."""
+    return [(i % 4) in (1, 2) for i in range(2 * windows)]
+
+
 def mixed(connect: Connect, queries: list[Query], n: int, duration: float, seed: int,
-          timeout: float | None = None) -> dict[str, Any]:
-    """The query workers alone, then with the writer: latency without and with ingest.
-    Ctrl-C during the first phase skips the second (``interrupted`` says so)."""
-    base = concurrent(connect, queries, n, duration, seed, "queries only", timeout)
-    if base.interrupted:
-        return {"without_ingest": base.to_json(), "interrupted": True}
-    writer = Writer(connect, seed)
-    writer.start()
-    try:
-        loaded = concurrent(connect, queries, n, duration, seed, "queries + ingest", timeout)
-    finally:
-        ingest = writer.finish()
+          timeout: float | None = None, windows: int = WINDOWS) -> dict[str, Any]:
+    """The query workers alone and with the writer, each for ``duration`` seconds in all,
+    taken in ``windows`` windows a side in A B B A order (docs/clickbench.md): latency
+    without and with ingest. Ctrl-C ends the window under way and keeps what was
+    measured (``interrupted`` says so)."""
+    phases = {False: Phase("queries only"), True: Phase("queries + ingest")}
+    ingest = IngestResult()
+    spans: list[dict[str, Any]] = []
+    interrupted = False
+    for i, with_writer in enumerate(abba(windows)):
+        writer = Writer(connect, seed) if with_writer else None
+        if writer:
+            writer.start()
+        try:
+            w = concurrent(connect, queries, n, duration / windows, seed + i, phases[with_writer].name, timeout)
+        finally:
+            if writer:
+                ingest.add(writer.finish())
+        phases[with_writer].add(w)
+        spans.append({"window": i, "phase": w.name, "seconds": w.seconds, "qps": w.qps})
+        if w.interrupted or w.lost:
+            interrupted = w.interrupted
+            break
+    base, loaded = phases[False], phases[True]
+    out: dict[str, Any] = {"without_ingest": base.to_json(), "windows": spans, "interrupted": interrupted}
+    if not loaded.seconds:  # interrupted before the writer ran
+        return out
     rows = [_with_writer(q, base.latencies.get(q) or [], loaded.latencies.get(q) or [])
             for q in range(1, len(queries) + 1)]
     _judge_writer(rows, base.latencies, loaded.latencies)
-    return {"without_ingest": base.to_json(), "with_ingest": loaded.to_json(), "ingest": ingest.to_json(),
-            "p50_by_query": rows, "interrupted": loaded.interrupted}
+    return {**out, "with_ingest": loaded.to_json(), "ingest": ingest.to_json(), "p50_by_query": rows}
 
 
 def _with_writer(q: int, a: list[float], b: list[float]) -> dict[str, Any]:
