@@ -251,9 +251,9 @@ def _with_writer(q: int, a: list[float], b: list[float]) -> dict[str, Any]:
 
 def _judge_writer(rows: list[dict[str, Any]], a: dict[int, list[float]], b: dict[int, list[float]]) -> None:
     """``change`` per query: ``slower``/``faster`` where a rank test (Mann–Whitney) says
-    the two phases differ, Holm-corrected across the queries, and the interval agrees;
-    else ``not shown``. The phases ran one after the other: a machine that changed
-    between them moves every query alike (docs/clickbench.md)."""
+    the two sides differ, Holm-corrected across the queries, and the interval agrees;
+    else ``not shown``. The windows' A B B A order keeps a steady drift of the machine
+    out of it; a sudden change inside one window is not (docs/clickbench.md)."""
     tested = [r for r in rows if r["ci"] is not None]
     if not tested:
         return

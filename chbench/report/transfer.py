@@ -76,8 +76,8 @@ def _times(v: float, ci: list[float] | None) -> str:
 
 def ranking_notes(r: dict[str, Any], share: str = "") -> list[str]:
     """Which path is fastest and whether the rounds can tell it from the next: each other
-    path's time as a multiple of the leader's, paired by round, with its 95% interval
-    (stats/ranking.py)."""
+    path's time as a multiple of the leader's, paired by round, with its interval
+    (simultaneous over the paths at 95%: stats/ranking.py)."""
     rk = r.get("ranking")
     if not rk:  # a file of chbench before rounds: its fastest path, one run each
         f = r.get("fastest")
