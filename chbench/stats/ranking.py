@@ -39,6 +39,8 @@ from typing import TypeVar
 
 import numpy as np
 
+from chbench.stats.summary import rel_mad
+
 CONF = 0.95
 T = TypeVar("T")
 
@@ -99,6 +101,12 @@ def pooled_noise(times: dict[str, list[float | None]]) -> tuple[float, int] | No
     resid = x - x.mean(axis=1, keepdims=True) - x.mean(axis=0, keepdims=True) + x.mean()
     df = (k - 1) * (n - 1)
     return float((resid ** 2).sum()) / df, df
+
+
+def round_summary(tries: list[float]) -> dict[str, float]:
+    """A path's times over its rounds, as its row shows them: the median, the best and
+    the spread (relative MAD)."""
+    return {"seconds": float(np.median(tries)), "best_seconds": min(tries), "spread": rel_mad(tries)}
 
 
 def median_time(times: list[float | None]) -> float | None:

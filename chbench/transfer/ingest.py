@@ -23,8 +23,7 @@ from typing import Any
 import numpy as np
 
 from chbench.errors import QueryError, ServerLost
-from chbench.stats.ranking import gap, median_time, rank, rotated
-from chbench.stats.summary import rel_mad
+from chbench.stats.ranking import gap, median_time, rank, rotated, round_summary
 from chbench.targets import Credentials, Target, make_target
 from chbench.transfer.dataset import VERIFY_SQL, Dataset, crc32_of, create_table_sql
 from chbench.transfer.endpoints import Endpoints, Skip
@@ -135,8 +134,9 @@ def _combine(runs: list[dict[str, Any]], size: int) -> dict[str, Any]:
     if last.get("status") != "ok":
         return {**last, "round": len(runs) - 1, "tries_s": [e.get("seconds") for e in runs]}
     tries: list[float] = [e["seconds"] for e in runs]  # every round before the last was ok: it went on
-    seconds = float(np.median(tries))
-    return {**last, "seconds": seconds, "tries_s": tries, "best_seconds": min(tries), "spread": rel_mad(tries),
+    summary = round_summary(tries)
+    seconds = summary["seconds"]
+    return {**last, **summary, "tries_s": tries,
             "cpu_seconds": float(np.median([e["cpu_seconds"] for e in runs])),
             "rows_per_s": last["rows"] / seconds if seconds else None,
             "mb_per_s": (size / 1e6) / seconds if seconds and size > 0 else None,

@@ -12,10 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numpy as np
-
-from chbench.stats.ranking import gap, rank, rotated
-from chbench.stats.summary import rel_mad
+from chbench.stats.ranking import gap, rank, rotated, round_summary
 from chbench.transfer.endpoints import Endpoints
 from chbench.transfer.read_paths import PATHS
 
@@ -56,9 +53,7 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
         return {**bad[-1], "tries_s": tries}
     ordered = sorted(runs, key=lambda r: r["seconds"])
     mid = ordered[(len(ordered) - 1) // 2]
-    seconds = float(np.median([r["seconds"] for r in runs]))
-    out = {**mid, "seconds": seconds, "tries_s": tries, "best_seconds": ordered[0]["seconds"],
-           "spread": rel_mad([r["seconds"] for r in runs])}
+    out = {**mid, **round_summary([r["seconds"] for r in runs]), "tries_s": tries}
     if "peak_rss" in mid:
         out.update(peak_rss=max(r["peak_rss"] for r in runs),
                    base_rss=min(r["base_rss"] for r in runs))
