@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from chbench.stats.paired import MIN_PAIRS, rounds_to_show_a_change
 from chbench.targets import Target
 from chbench.workload import Query, Workload
 
@@ -26,18 +27,6 @@ class SidePlan:
 
     def query(self, name: str) -> Query | None:
         return self.workload.query(name)
-
-
-# the fewest paired rounds whose signed-rank 95% interval exists (stats/paired.py: with 5
-# even T = 0 has probability 1/32)
-MIN_PAIRED_ROUNDS = 6
-
-
-def rounds_to_show_a_change(tests: int, alpha: float = 0.05) -> int:
-    """The fewest paired rounds whose smallest exact signed-rank p (2 / 2^n: every round the
-    same way) passes Holm's first step over ``tests`` tests, alpha / tests (stats/compare.py;
-    N sides: split across the compared pairs too). One test: 6; ten queries: 9."""
-    return max(MIN_PAIRED_ROUNDS, math.ceil(1 + math.log2(tests / alpha) - 1e-9))
 
 
 SIDE_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # at most 26 sides in one run
@@ -104,18 +93,22 @@ class Plan:
         rounds = (self.iterations or 0) * self.sessions
         if not self.side_by_side or self.iterations is None or self.more_to_come:
             return None
-        if rounds < MIN_PAIRED_ROUNDS:
-            return (f"{rounds} rounds: a side-by-side speed verdict needs {MIN_PAIRED_ROUNDS} or more (below that no "
+        if rounds < MIN_PAIRS:
+            return (f"{rounds} rounds: a side-by-side speed verdict needs {MIN_PAIRS} or more (below that no "
                     "95% paired interval exists), so every query that runs will be 'unstable'; give --iterations "
-                    f"{MIN_PAIRED_ROUNDS} or more")
-        queries = len(self.query_names())
-        tests = queries * len(compared_pairs([s.id for s in self.sides]))
+                    f"{MIN_PAIRS} or more")
+        tests = self.tests()
         need = rounds_to_show_a_change(tests)
         if rounds < need:  # (seen: trend 24.8 -> 26.9 at 6 rounds, hashing +68% [+47%, +134%], no step)
             return (f"{rounds} rounds: no query can be shown slower or faster — with {tests} tests corrected for "
                     f"each other (Holm, alpha 0.05) that takes {need} rounds or more; 'no change' can still be "
                     f"shown. Give --iterations {math.ceil(need / self.sessions)} or more to see changes")
         return None
+
+    def tests(self) -> int:
+        """How many comparisons ``compare`` corrects for each other (Holm): every query of
+        every compared pair of sides."""
+        return len(self.query_names()) * len(compared_pairs([s.id for s in self.sides]))
 
     def query_names(self) -> list[str]:
         """Every query name, in the order of side A, then those only B has."""

@@ -131,12 +131,16 @@ def test_failed_queries_are_samples_and_the_run_goes_on():
     bad, good = outcome.doc.queries
     assert bad.errors >= 2 and all(s.error and s.error["code"] == 46 for s in bad.samples)
     assert good.errors == 0 and len(good.measured("A")) == 4
-    from chbench.report.run import _short
+    from chbench.report.run import error_lines, server_message
 
-    # the run's table shows the server's reason, not its prefix, and says where it cut
-    assert _short("Code: 60. DB::Exception: Table default.t does not exist. (UNKNOWN_TABLE)") == \
+    # the run's report shows the server's reason, not its prefix, and says where it cut
+    assert server_message("Code: 60. DB::Exception: Table default.t does not exist. (UNKNOWN_TABLE)") == \
         "Table default.t does not exist. (UNKNOWN_TABLE)"
-    assert _short("x" * 80) == "x" * 59 + "…"
+    assert server_message("Code: 115, e.displayText() = DB::Exception: Unknown setting x, e.what() = "
+                          "DB::Exception") == "Unknown setting x"  # 18.16's form
+    assert server_message("x" * 80) == "x" * 59 + "…"
+    assert [t.text for t in error_lines(outcome.doc)] == \
+        [f"bad on A: {bad.errors} errors, the first: Unknown function"]
 
 
 def test_comparison_of_two_scripted_runs(tmp_path):

@@ -97,6 +97,25 @@ def test_rounds_where_a_side_failed_are_left_out_and_too_few_pairs_fall_back():
     assert q1.paired is None and any("judged unpaired" in f for f in q1.flags)
 
 
+def test_five_rounds_a_side_are_judged_pooled_as_no_paired_verdict_is_possible():
+    """A slow query stopped at its budget after 5 rounds: paired, even ×20 in every round
+    could not be decided (smallest signed-rank p 0.0625); pooled it is slower. Six rounds:
+    paired, and slower when it is the only query."""
+    a, b = side_by_side(NoiseModel(), seed=11, change=20.0, changed=(0,))
+    a, b = {"q0": a["q0"]}, {"q0": b["q0"]}
+    for side in (a, b):
+        for d in side.values():
+            del d.times[6:], d.keys[6:], d.client_times[6:]
+    six = compare_queries(list(a), a, b, Options(paired=True)).queries[0]
+    assert six.paired is not None and six.paired.pairs == 6 and six.verdict == "slower"
+    for side in (a, b):
+        for d in side.values():
+            del d.times[5:], d.keys[5:], d.client_times[5:]
+    five = compare_queries(list(a), a, b, Options(paired=True)).queries[0]
+    assert five.paired is None and any("judged unpaired" in f for f in five.flags)
+    assert five.verdict == "slower" and five.ci is not None and math.isfinite(five.ci[1])
+
+
 def test_an_order_effect_is_taken_out():
     rng = np.random.default_rng(9)
     keys = [(0, r) for r in range(20)]
@@ -489,6 +508,12 @@ def test_the_adaptive_rule_decides_as_compare_and_spends_only_time_left():
     assert near.precise and not near.decided
     assert look(np.log(1.045) + noise, 0.02, None).settled  # no threshold: precision alone (the rule before)
     assert not look([0.01], 0.02, 0.05).precise
+    # a clear change in 6 rounds: decided for one query, not for ten (Holm's first step
+    # needs 9 rounds all one way), while 'no change' needs no such count
+    six = np.log(1.30) + noise[:6] / 4
+    assert look(six, 0.02, 0.05).settled and not look(six, 0.02, 0.05, tests=10).decided
+    assert look(np.log(1.30) + noise[:9] / 4, 0.02, 0.05, tests=10).settled
+    assert look(noise[:6] / 4, 0.02, 0.05, tests=10).settled
     pool = TimePool(10.0)
     assert not pool.may_extend("q", 10.5)  # nothing left by anybody
     pool.finished("fast", 4.0)  # left 6 s

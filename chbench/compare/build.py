@@ -17,7 +17,6 @@ from chbench.compare.pertest import per_test, test_of_queries, thresholds_of
 from chbench.compare.sides import Side, Sides, merge_sides, sides_of, without_round_factors
 from chbench.errors import UsageError
 from chbench.explain.build import explain_rows
-from chbench.plan import rounds_to_show_a_change
 from chbench.results import open_results
 from chbench.stats.compare import (
     BETWEEN_RUN_FACTOR,
@@ -28,6 +27,7 @@ from chbench.stats.compare import (
     sessions_measure_level,
 )
 from chbench.stats.machine import describe, difference, reference_change, summarize
+from chbench.stats.paired import rounds_to_show_a_change
 from chbench.stats.verdict import (
     FASTER,
     SLOWER,

@@ -56,9 +56,12 @@ class ConsoleExporter(Exporter):
     @staticmethod
     def _table(t: Table) -> RichTable:
         rt = RichTable()
-        for c in t.columns:
-            # titles as plain text, like the cells: a '[...]' in one is not rich markup
-            rt.add_column(RichText(c.title), justify="left" if c.align == "left" else "right")
+        for i, c in enumerate(t.columns):
+            # titles as plain text, like the cells: a '[...]' in one is not rich markup. The
+            # first column names the row: folded onto a second line where the table is too
+            # wide, never cut with '…' (seen: a perf test's queries all 'array_join.quer…')
+            rt.add_column(RichText(c.title), justify="left" if c.align == "left" else "right",
+                          overflow="fold" if i == 0 else "ellipsis")
         for cells in t.rows:
             rt.add_row(*(RichText(cell.shown(col), style=STYLE.get(cell.style, ""))
                          for cell, col in zip(cells, t.columns, strict=True)))

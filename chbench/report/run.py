@@ -71,7 +71,7 @@ def run_table(doc: RunDocument) -> Table:
             d = side_samples(q, sid)
             ok = [x for x in d.client_ms if x is not None]
             lo, hi = median_ci(ok) if ok else (None, None)
-            errors = Cell(d.errors, text=f"{d.errors} ({_short(d.first_error)})" if d.errors else "0")
+            errors = Cell(d.errors)  # what they were: a line under the table (error_lines)
             side = q.sides.get(sid)
             if not d.client_ms and (q.skipped(sid) or (side is not None and side.failed)):
                 errors = Cell(0, text="skipped" if q.skipped(sid) else "set-up failed")  # why: the test's line
@@ -83,7 +83,7 @@ def run_table(doc: RunDocument) -> Table:
 def run_section(path: str, doc: RunDocument, charts: bool = True) -> Section:
     targets = "; ".join(f"{k} = {v}" for k, v in doc.side_labels().items())
     blocks: list[Any] = [Text(f"{path} — status {doc.status}; targets: {targets}"), *test_lines(doc),
-                         run_table(doc), *set_aside_lines(doc), *time_pool_lines(doc)]
+                         run_table(doc), *error_lines(doc), *set_aside_lines(doc), *time_pool_lines(doc)]
     if charts:
         for q in doc.queries:
             sides = {sid: side_samples(q, sid) for sid in q.side_ids()}
@@ -115,9 +115,27 @@ def test_lines(doc: RunDocument) -> list[Text]:
             v = t.get(what)
             if v:
                 line += f" — {what}: " + (v if isinstance(v, str) else "; ".join(
-                    f"{sid}: {x if isinstance(x, str) else x.get('element', '') + ': ' + str(x['error']['message'])}"
-                    for sid, x in v.items()))
+                    f"{sid}: {_failure(x)}" for sid, x in v.items()))
         out.append(Text(line[:400]))
+    return out
+
+
+def _failure(x: Any) -> str:
+    """A test's set-up failure on one side: the element and the server's message."""
+    return x if isinstance(x, str) else f"{x.get('element', '')}: {server_message(str(x['error']['message']), 300)}"
+
+
+def error_lines(doc: RunDocument) -> list[Text]:
+    """Each query and side that had errors: how many and the server's first message, a line
+    under the table (in a cell, a message of 60 characters widened the column until the
+    queries' names were cut: seen on a perf test against 18.16)."""
+    out = []
+    for q in doc.queries:
+        for sid in q.side_ids():
+            d = side_samples(q, sid)
+            if d.errors:
+                n = f"{d.errors} error{'s' if d.errors != 1 else ''}"
+                out.append(Text(f"{q.name} on {sid}: {n}, the first: {server_message(d.first_error, 300)}"))
     return out
 
 
@@ -153,7 +171,10 @@ def time_pool_lines(doc: RunDocument) -> list[Text]:
     return out
 
 
-def _short(message: str, limit: int = 60) -> str:
-    """An error for a table cell: without ClickHouse's "Code: N. DB::Exception: " (the
-    code's name ends the message), and "…" where it is cut (seen: "… does not exist. (UN")."""
-    return first_line(re.sub(r"^Code: \d+\. DB::Exception: ", "", message.strip()), limit)
+def server_message(message: str, limit: int = 60) -> str:
+    """A server's error for a report: without ClickHouse's "Code: N. DB::Exception: " (the
+    code's name ends the message) or, before 20.x, "Code: N, e.displayText() =
+    DB::Exception: " and ", e.what() = DB::Exception" (18.16), and "…" where it is cut
+    (seen: "… does not exist. (UN")."""
+    text = re.sub(r"^Code: \d+(\.|, e\.displayText\(\) =) DB::Exception: ", "", message.strip())
+    return first_line(re.sub(r", e\.what\(\) = DB::Exception$", "", text), limit)

@@ -115,6 +115,7 @@ class Runner:
         self.session = 0
         self.quiet: QuietGuard | None = None  # what a busy machine sets aside (runner/quiet.py), with the probes
         self.pool = TimePool(plan.max_time_per_query)  # a session's unused time (stats/stopping.py)
+        self.tests = plan.tests()  # what compare corrects for each other: a change needs rounds to pass
 
     # -- the results document ------------------------------------------------------------
     def _connect(self) -> None:
@@ -416,7 +417,7 @@ class Runner:
         for x, y in compared_pairs(live):  # every pair compare will judge (plan.compared_pairs)
             a, b = ([(k, t) for k, t in zip(st.ok_keys[sid], st.ok_times[sid], strict=True)] for sid in (x, y))
             pairs = pair_up(a, b)
-            pair = look(pairs.d, plan.target_precision, plan.threshold)
+            pair = look(pairs.d, plan.target_precision, plan.threshold, self.tests)
             precise = precise and pair.precise and len(pairs) >= plan.min_runs
             decided = decided and pair.decided
         return Look(precise, decided)

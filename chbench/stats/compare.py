@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from chbench.stats.paired import Pairs, analyse, bootstrap, pair_up, resampled_medians
+from chbench.stats.paired import MIN_PAIRS, Pairs, analyse, bootstrap, pair_up, resampled_medians
 from chbench.stats.stopping import equivalence_interval, equivalent
 from chbench.stats.summary import instability_reasons, median_ci, percentiles, rel_mad, relative_ci_halfwidth
 from chbench.stats.verdict import (
@@ -300,7 +300,7 @@ def _judge(names: list[str], side_a: dict[str, SideData], side_b: dict[str, Side
         # paired where the file recorded rounds (a load's or a replay's times have none:
         # nothing to pair, nothing to flag)
         pairs = pair_up(a.keyed(), b.keyed(), _a_first(a, b)) if opts.paired and (a.keys or b.keys) else None
-        if pairs is not None and len(pairs) >= opts.min_runs:
+        if pairs is not None and len(pairs) >= max(opts.min_runs, MIN_PAIRS):
             boots[len(rows) - 1] = _test_paired(row, pairs, opts.for_query(name), rng)
         else:
             if pairs is not None:

@@ -30,11 +30,10 @@ from typing import Any
 import numpy as np
 
 from chbench.stats.compare import SEED, benjamini_hochberg, ratio_interval
-from chbench.stats.paired import hl_interval, pair_up
+from chbench.stats.paired import MIN_PAIRS, hl_interval, pair_up
 
 ALPHA = 0.05
 MATERIAL = 0.05  # a changed metric moved at least this much
-MIN_PAIRS = 6  # side by side, fewer pairs: compared as two samples
 MIN_RUNS = 3  # per side
 PLAN_SHARE = 0.10  # an operator on one side only that takes this share of the operators' time
 

@@ -35,6 +35,19 @@ import numpy as np
 Z95 = 1.959963984540054
 EXACT_MAX = 60  # exact signed-rank critical values up to this many pairs
 ORDER_P = 0.01  # an order effect is taken out when the two orders differ this significantly
+# The fewest pairs a paired verdict is drawn from: with 5 no 95% signed-rank interval
+# exists (even T = 0 has probability 1/32) and the test's smallest two-sided p is 0.0625,
+# so a query measured 5 times a side (a slow query at its time budget) could never be
+# decided — seen: 18.16 against 26.9, ×2,600 in all 5 rounds, `unstable [-100%, +∞]`.
+# With 6, P(T = 0) = 1/64 and the interval exists. Fewer: judged on the pooled runs.
+MIN_PAIRS = 6
+
+
+def rounds_to_show_a_change(tests: int, alpha: float = 0.05) -> int:
+    """The fewest paired rounds whose smallest exact signed-rank p (2 / 2^n: every round the
+    same way) passes Holm's first step over ``tests`` tests, alpha / tests (stats/compare.py;
+    N sides: split across the compared pairs too). One test: 6; ten queries: 9."""
+    return max(MIN_PAIRS, math.ceil(1 + math.log2(tests / alpha) - 1e-9))
 
 
 @lru_cache(maxsize=256)

@@ -154,8 +154,8 @@ def adaptive_side_by_side(model: NoiseModel, seed: int, change: float = 1.0, cha
         for q in pending:
             ta, tb = np.array(a[f"q{q}"].times), np.array(b[f"q{q}"].times)
             runs = len(ta)
-            if not should_stop(look(np.log(tb) - np.log(ta), precision, threshold), pool, f"q{q}", spent[q],
-                               runs, runs, runs, min_runs, max_runs):
+            now = look(np.log(tb) - np.log(ta), precision, threshold, len(model.base_ms))
+            if not should_stop(now, pool, f"q{q}", spent[q], runs, runs, runs, min_runs, max_runs):
                 still.append(q)
         pending = still
         r += 1

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from chbench.stats.paired import hl_interval
+from chbench.stats.paired import hl_interval, rounds_to_show_a_change
 
 Z90_OVER_Z95 = 1.6449 / 1.9600  # the 90% interval from the 95% one, about the estimate
 EXTEND = 2.0  # an undecided query may take up to this many budgets, from the pool
@@ -53,9 +53,13 @@ class Look:
         return self.precise and self.decided
 
 
-def look(d: list[float] | np.ndarray, precision: float, threshold: float | None) -> Look:
+def look(d: list[float] | np.ndarray, precision: float, threshold: float | None, tests: int = 1) -> Look:
     """How one pair's per-round log ratios ``d`` stand (no threshold: every interval is
-    decided, the rule before it knew one)."""
+    decided, the rule before it knew one). A change is decided only with enough rounds to
+    pass Holm's first step over ``tests`` (the run's queries × compared pairs): seen
+    2026-12-06, a query +97% stopped at 6 rounds, p 0.031 — slower only because the other
+    nine queries' p were smaller; had all stopped at 6, Holm would have left all ten
+    ``unstable``."""
     if len(d) < 2:
         return Look(False, threshold is None)
     c, lo, hi = hl_interval(d)
@@ -64,7 +68,7 @@ def look(d: list[float] | np.ndarray, precision: float, threshold: float | None)
     precise = (hi - lo) / 2.0 <= math.log1p(precision)
     if threshold is None:
         return Look(precise, True)
-    changed = abs(c) >= math.log1p(threshold) and (lo > 0.0 or hi < 0.0)
+    changed = abs(c) >= math.log1p(threshold) and (lo > 0.0 or hi < 0.0) and len(d) >= rounds_to_show_a_change(tests)
     return Look(precise, changed or equivalent(c, lo, hi, threshold))
 
 
