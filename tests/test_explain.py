@@ -123,6 +123,12 @@ def test_legacy_server_counters_from_its_arrays(legacy, tmp_path):
     counters = doc["queries"][0]["samples"][0]["profile"]["counters"]
     assert counters["read_rows"] >= 2_000_000 and "threads" in counters  # 18.16: ProfileEvents.Names/Values
     assert any("log_queries=1 sent" in n for n in doc["targets"][0]["notes"])
+    # the run's own table reads CPU, memory and rows from that profile (no --server-metrics)
+    from chbench.report.run import side_samples
+    from chbench.results import open_results
+
+    d = side_samples(open_results(out).queries[0], "A")
+    assert all(x is not None and x > 0 for x in d.cpu_ms + d.memory) and min(d.read_rows) >= 2_000_000
 
 
 def test_embedded_engine_says_in_one_line_why_not(tmp_path):

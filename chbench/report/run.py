@@ -47,16 +47,24 @@ def side_samples(q: RunQuery, side: str) -> SideSamples:
             out.first_error = out.first_error or str(s.error.get("message", ""))
             continue
         sm = s.server_metrics or {}
-        pe = sm.get("profile_events") or {}
+        # without --server-metrics, the profile every server run keeps for explain has the
+        # same query_log numbers (seen: CPU and memory '-' on 26.9 and 18.16 servers)
+        counters = (s.profile or {}).get("counters") or {}
+        pe = sm.get("profile_events") or counters
         cpu = None
         if pe.get("UserTimeMicroseconds") is not None:
             cpu = (pe.get("UserTimeMicroseconds", 0) + pe.get("SystemTimeMicroseconds", 0)) / 1000.0
         out.client_ms.append(s.client_ms)
         out.server_ms.append(s.server_ms)
         out.cpu_ms.append(cpu)
-        out.memory.append(sm.get("memory_usage", s.memory_bytes))
-        out.read_rows.append(sm.get("read_rows", s.read_rows))
+        out.memory.append(_first(sm.get("memory_usage"), s.memory_bytes, counters.get("memory_usage")))
+        out.read_rows.append(_first(sm.get("read_rows"), s.read_rows, counters.get("read_rows")))
     return out
+
+
+def _first(*values: Any) -> Any:
+    """The first value that is there."""
+    return next((v for v in values if v is not None), None)
 
 
 def median(values: list[Any]) -> float | None:
