@@ -128,7 +128,9 @@ def test_legacy_server_counters_from_its_arrays(legacy, tmp_path):
     from chbench.results import open_results
 
     d = side_samples(open_results(out).queries[0], "A")
-    assert all(x is not None and x > 0 for x in d.cpu_ms + d.memory) and min(d.read_rows) >= 2_000_000
+    # (CPU may be 0 for a 1 ms query: the kernel's ticks; see test_targets)
+    assert all(x is not None and x >= 0 for x in d.cpu_ms) and all(x is not None and x > 0 for x in d.memory)
+    assert min(d.read_rows) >= 2_000_000
 
 
 def test_embedded_engine_says_in_one_line_why_not(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chbench.errors import ConnectError, QueryError, UsageError
+from chbench.explain.collect import collect, server_metrics
 from chbench.targets import Credentials, make_target
 from tests.conftest import PASSWORD
 
@@ -65,7 +66,8 @@ def test_modern_server_targets(modern, scheme):
     with pytest.raises(QueryError) as e:
         t.execute("SELECT sleep(3)", {**SETTINGS, "max_execution_time": "1"}, f"m-{scheme}-3", 1)
     assert e.value.code == 159
-    m = t.fetch_server_metrics([f"m-{scheme}-1"])[f"m-{scheme}-1"]  # one batch query by query_id
+    m = server_metrics(collect(t, [f"m-{scheme}-1"]).profiles.get(f"m-{scheme}-1"))  # query_log, by query_id
+    assert m is not None
     assert m["read_rows"] == 3_000_000 and m["profile_events"]["SelectedRows"] == 3_000_000
     # user time comes from the threads' rusage, split by the kernel's ticks: a 4 ms query can
     # show 0 (seen in CI: RealTimeMicroseconds 4148, UserTimeMicroseconds 0)
@@ -86,7 +88,8 @@ def test_legacy_server_targets(legacy, scheme):
     with pytest.raises(QueryError) as e:  # no numbers_mt in 2018: a per-query error
         t.execute("SELECT count() FROM numbers_mt(10)\nFORMAT Null", {"readonly": "2"}, f"l-{scheme}-2", 30)
     assert e.value.code == 46
-    m = t.fetch_server_metrics([f"l-{scheme}-1"])[f"l-{scheme}-1"]  # one batch query by query_id
+    m = server_metrics(collect(t, [f"l-{scheme}-1"]).profiles.get(f"l-{scheme}-1"))  # ProfileEvents as arrays
+    assert m is not None
     assert m["read_rows"] >= 100000 and m["query_duration_ms"] >= 0 and m["memory_usage"] > 0
     assert set(m["profile_events"]) >= {"RealTimeMicroseconds", "UserTimeMicroseconds", "SystemTimeMicroseconds",
                                         "OSCPUVirtualTimeMicroseconds", "SelectedRows", "SelectedBytes"}

@@ -25,7 +25,11 @@ from chbench.errors import QueryError, ServerLost
 from chbench.targets import Target
 
 BATCH = 2000
-QUERY_LOG_COLUMNS = ("read_rows", "read_bytes", "result_rows", "result_bytes", "memory_usage")
+QUERY_LOG_COLUMNS = ("read_rows", "read_bytes", "result_rows", "result_bytes", "memory_usage", "query_duration_ms")
+# what ``--server-metrics`` keeps on each sample (``server_metrics``, docs/results-schema.md):
+# a view of the same profile, so query_log is read once for both
+SERVER_METRICS_EVENTS = ("RealTimeMicroseconds", "UserTimeMicroseconds", "SystemTimeMicroseconds",
+                         "OSCPUVirtualTimeMicroseconds", "SelectedRows", "SelectedBytes")
 UNKNOWN_TABLE = 60
 
 
@@ -205,3 +209,15 @@ def _operators(target: Target, ids: list[str], out: Collected, where: str) -> No
     for qid, ops in got.items():
         if qid in out.profiles:  # operators without the query's own row wait for it
             out.profiles[qid]["operators"] = ops
+
+
+def server_metrics(profile: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A sample's ``server_metrics`` (``--server-metrics``) from its profile: query_log's
+    duration, memory and rows, and the usual ProfileEvents (0 where the server had none)."""
+    counters = (profile or {}).get("counters")
+    if not counters or "query_duration_ms" not in counters:
+        return None
+    out: dict[str, Any] = {k: int(counters.get(k, 0)) for k in ("query_duration_ms", "memory_usage", "read_rows",
+                                                                 "read_bytes")}
+    out["profile_events"] = {e: int(counters.get(e, 0)) for e in SERVER_METRICS_EVENTS}
+    return out

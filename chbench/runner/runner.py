@@ -26,7 +26,7 @@ from typing import Any
 from chbench.core.schedule import round_order
 from chbench.core.send import execute
 from chbench.errors import ConnectError, QueryError, ServerLost
-from chbench.explain.collect import collect
+from chbench.explain.collect import collect, server_metrics
 from chbench.machine.recorder import MachineRecorder
 from chbench.observer import Observer, Observers
 from chbench.outcome import Outcome
@@ -233,9 +233,7 @@ class Runner:
             stop = self._guard(partial(self._next_session, k))
             if stop is None:
                 stop = self._measure(self._states(), k)
-        if stop is None and self.plan.server_metrics:
-            stop = self._guard(self._server_metrics)
-        if stop is None and self.plan.explain:
+        if stop is None and (self.plan.explain or self.plan.server_metrics):
             stop = self._guard(self._explain)
         return stop
 
@@ -522,10 +520,11 @@ class Runner:
                 s = self._execute(side, prepare_sql(c.sql), self.sent[c.target], round_no, False)
             c.samples.append(s)
 
-    # -- the server's profile of every run (chbench explain) -------------------------------
+    # -- the server's profile of every run (chbench explain, --server-metrics) ------------
     def _explain(self) -> None:
         """Each distinct target's profiles, in batches by query_id, after the rounds;
-        what a target cannot give is said once per side (``meta.explain``)."""
+        what a target cannot give is said once per side (``meta.explain``; with
+        ``--server-metrics`` alone, ``meta.server_metrics_notes``)."""
         info: dict[str, Any] = {}
         for target, side_ids in self._targets_with_sides():
             if not target.capabilities.query_log:
@@ -544,9 +543,26 @@ class Runner:
                                    "notes": [f"no server profile: {e.message}"]} for sid in side_ids})
                 continue
             for s in samples:
-                s.profile = got.profiles.get(s.query_id)
+                self._profiled(s, got.profiles.get(s.query_id))
             info.update({sid: got.describe() for sid in side_ids})
-        self.doc.meta.extra["explain"] = info
+        if self.plan.explain:
+            self.doc.meta.extra["explain"] = info
+        if self.plan.server_metrics:
+            notes = [f"{sid}: {n}" for sid, i in info.items() if not i["counters"] for n in i["notes"]]
+            if notes:
+                self.doc.meta.extra["server_metrics_notes"] = notes
+
+    def _profiled(self, s: RunSample, profile: dict[str, Any] | None) -> None:
+        """A run's profile on its sample; with ``--server-metrics`` also its query_log
+        numbers, and query_log's duration where the target gave no server time (18.16
+        over HTTP sends none). Not by default: that duration is whole milliseconds (a
+        3 ms query on 18.16 logged 0)."""
+        metrics = server_metrics(profile) if self.plan.server_metrics else None
+        if metrics is not None:
+            s.server_metrics = metrics
+            if s.server_ms is None:
+                s.server_ms, s.server_ms_source = float(metrics["query_duration_ms"]), "query_log"
+        s.profile = profile if self.plan.explain else None
 
     def _targets_with_sides(self) -> list[tuple[Target, list[str]]]:
         """Each distinct target once, with the sides it serves (sides may share one)."""
@@ -554,35 +570,6 @@ class Runner:
         for side in self.plan.sides:
             out.setdefault(id(side.target), (side.target, []))[1].append(side.id)
         return list(out.values())
-
-    # -- server metrics --------------------------------------------------------------------
-    def _server_metrics(self) -> None:
-        try:
-            self._attach_server_metrics()
-        except (ServerLost, QueryError) as e:
-            self.doc.meta.extra["server_metrics_error"] = str(e)
-
-    def _attach_server_metrics(self) -> None:
-        """One batch of query_log look-ups per distinct target (sides may share one)."""
-        sides_of: dict[int, tuple[Target, set[str]]] = {}
-        for side in self.plan.sides:
-            sides_of.setdefault(id(side.target), (side.target, set()))[1].add(side.id)
-        fetched: dict[str, dict[str, Any]] = {}
-        for target, side_ids in sides_of.values():
-            ids = [s.query_id for q in self.doc.queries for s in q.samples if s.target in side_ids]
-            try:
-                for i in range(0, len(ids), 2000):
-                    fetched.update(target.fetch_server_metrics(ids[i: i + 2000]))
-            except QueryError as e:
-                self.doc.meta.extra.setdefault("server_metrics_notes", []).append(f"{target.url}: {e.message}")
-        for q in self.doc.queries:
-            for s in q.samples:
-                m = fetched.get(s.query_id)
-                if m is not None:
-                    s.server_metrics = dict(m)
-                    if s.server_ms is None:
-                        s.server_ms = float(m["query_duration_ms"])
-                        s.server_ms_source = "query_log"
 
 
 def _some(names: list[str]) -> str:

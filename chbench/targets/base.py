@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import re
-import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
@@ -31,17 +30,6 @@ ADMIN_QUERY_PREFIX = "chbench-admin-"
 
 def admin_query_id() -> str:
     return ADMIN_QUERY_PREFIX + uuid.uuid4().hex
-
-
-# ProfileEvents fetched from system.query_log by --server-metrics.
-PROFILE_EVENTS = (
-    "RealTimeMicroseconds",
-    "UserTimeMicroseconds",
-    "SystemTimeMicroseconds",
-    "OSCPUVirtualTimeMicroseconds",
-    "SelectedRows",
-    "SelectedBytes",
-)
 
 
 @dataclass(frozen=True)
@@ -211,26 +199,6 @@ class Target(ABC):
         self.info = info
         return info
 
-    def fetch_server_metrics(self, query_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """query_log rows for these query_ids, in one batch query (needs system.query_log).
-
-        A server may log a query just after answering it, so ids still missing after a
-        flush are asked for again, a few times, for at most ~3 s."""
-        out: dict[str, dict[str, Any]] = {}
-        missing = list(query_ids)
-        for attempt in range(4):
-            if not missing:
-                break
-            if attempt:
-                time.sleep(0.25 * 2**attempt)
-            try:
-                self.flush_logs()
-                out.update(self._query_log_rows(missing))
-            except QueryError as e:
-                raise QueryError(e.code, f"system.query_log unavailable ({e.message})") from None
-            missing = [q for q in missing if q not in out]
-        return out
-
     def explain_note(self) -> str:
         """Why this target gives no server profile per run (when it gives none)."""
         return (f"{self.kind}: no system.query_log to read each run's counters from (a server target, "
@@ -242,31 +210,6 @@ class Target(ABC):
             self.command("SYSTEM FLUSH LOGS")
         except QueryError:  # 18.x spelled it differently
             self.command("SYSTEM FLUSH SYSTEM TABLES")
-
-    def _query_log_rows(self, query_ids: list[str]) -> dict[str, dict[str, Any]]:
-        ids = ",".join("'" + q.replace("'", "") + "'" for q in query_ids)
-        modern = self.info is not None and self.info.version_tuple() >= (21, 0)
-        if modern:
-            events = ", ".join(f"ProfileEvents['{e}']" for e in PROFILE_EVENTS)
-        else:  # 18.x keeps ProfileEvents as two parallel arrays
-            events = ", ".join(
-                f"arrayElement(ProfileEvents.Values, indexOf(ProfileEvents.Names, '{e}'))" for e in PROFILE_EVENTS
-            )
-        rows = self.query_rows(
-            f"SELECT query_id, query_duration_ms, memory_usage, read_rows, read_bytes, {events} "
-            f"FROM system.query_log WHERE type = 2 AND query_id IN ({ids})"
-        )
-        out: dict[str, dict[str, Any]] = {}
-        for r in rows:
-            m: dict[str, Any] = {
-                "query_duration_ms": int(r[1]),
-                "memory_usage": int(r[2]),
-                "read_rows": int(r[3]),
-                "read_bytes": int(r[4]),
-            }
-            m["profile_events"] = {e: int(v) for e, v in zip(PROFILE_EVENTS, r[5:], strict=True)}
-            out[r[0]] = m
-        return out
 
     # -- description ---------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:

@@ -199,9 +199,6 @@ class EmbeddedTarget(Target):
     def kill_query(self, query_id: str) -> None:
         """In-process queries are bounded by max_execution_time instead."""
 
-    def fetch_server_metrics(self, query_ids: list[str]) -> dict[str, dict[str, Any]]:
-        raise QueryError(None, "embedded: no system.query_log; samples carry chDB's own statistics")
-
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "url": self.url, "path": self.path}
 

@@ -172,6 +172,3 @@ class EngineTarget(EmbeddedTarget):
         return {"kind": self.kind, "url": self.url, "path": self.path, "engine": {
             "clickhouse": r.clickhouse, "package": r.package, "version": r.version, "api": r.api,
             "own": self.engine.own}}
-
-    def fetch_server_metrics(self, query_ids: list[str]) -> dict[str, dict[str, Any]]:
-        raise QueryError(None, "embedded@VERSION: no system.query_log; samples carry chDB's own statistics")
