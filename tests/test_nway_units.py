@@ -10,7 +10,7 @@ from collections import Counter
 
 from chbench.compare.nway import build_nway, side_index
 from chbench.core.schedule import round_order
-from chbench.errors import EXIT_OK
+from chbench.errors import EXIT_FINDING, EXIT_OK, QueryError
 from chbench.plan import Plan, SidePlan, compared_pairs
 from chbench.runner import run_plan
 from chbench.targets.fake import FakeTarget
@@ -40,13 +40,16 @@ def test_compared_pairs_baseline_then_adjacent():
     assert compared_pairs(["A", "B", "C"], baseline=1) == [("B", "A"), ("B", "C")]
 
 
-def _three_sided(tmp_path, slow_c: float = 1.10, iterations: int = 12):
-    """Three sides of one workload; C's times ``slow_c`` × A's, 1% noise."""
+def _three_sided(tmp_path, slow_c: float = 1.10, iterations: int = 12, a_fails_q2: bool = False):
+    """Three sides of one workload; C's times ``slow_c`` × A's, 1% noise (q2 an error on
+    A with ``a_fails_q2``: a setting the old version does not know)."""
     rng = random.Random(3)
     factors = {"A": 1.0, "B": 1.0, "C": slow_c}
 
     def target(sid: str) -> FakeTarget:
         def handler(call):  # noqa: ANN001, ANN202
+            if a_fails_q2 and sid == "A" and "q2" in call.sql:
+                raise QueryError(115, "Unknown setting enable_lazy_columns_replication")
             base = 100.0 if "q1" in call.sql else 40.0
             return base * factors[sid] * (1 + rng.gauss(0, 0.01))
         return FakeTarget(handler, url=f"fake://{sid}")
@@ -56,7 +59,7 @@ def _three_sided(tmp_path, slow_c: float = 1.10, iterations: int = 12):
                 iterations=iterations, calibration=False, quiet_wait=0.0, probes=False)
     out = tmp_path / "abc.json"
     outcome = run_plan(plan, str(out), Progress())
-    assert outcome.exit_code == EXIT_OK
+    assert outcome.exit_code == (EXIT_FINDING if a_fails_q2 else EXIT_OK)
     return out, outcome.doc
 
 
@@ -101,3 +104,7 @@ def test_trend_of_too_few_rounds_says_so_and_writes_strict_json(tmp_path):
     doc = json.loads(out.read_text())  # strict JSON: no Infinity
     assert doc["trend"] == json.loads(json.dumps(trend, allow_nan=False))
     assert trend["steps"] == [] and "a speed step needs at least" in trend["note"]
+    # a query that fails on one version has no rounds for want of answers: no such note
+    (tmp_path / "f").mkdir()
+    out, _ = _three_sided(tmp_path / "f", a_fails_q2=True)
+    assert "note" not in add_trend(str(out), ["v1", "v2", "v3"], CompareOptions())

@@ -16,6 +16,7 @@ from typing import Any
 
 from chbench.compare.build import Comparison
 from chbench.compare.nway import NWayComparison
+from chbench.stats.paired import rounds_to_show_a_change
 from chbench.stats.verdict import FASTER, SLOWER
 
 STEP_KINDS = ("answer", "speed", "plan")
@@ -39,9 +40,10 @@ def trend_object(nway: NWayComparison, versions: list[str]) -> dict[str, Any]:
     family = nway.family or len(nway.pairs)
     out = {"versions": versions, "baseline": versions[nway.baseline], "alpha": nway.alpha, "comparisons": family,
            "queries": queries, "steps": steps}
-    need = rounds_for_a_step(nway.alpha / family, len(names))
-    rounds = min((_rounds(r) for c in nway.comparisons for r in c.doc.queries if r.paired or (r.a and r.b)),
-                 default=None)
+    need = rounds_to_show_a_change(family * len(names), nway.alpha)
+    # (a query that failed on a side has no rounds for want of answers, not of time)
+    rounds = min((n for c in nway.comparisons for r in c.doc.queries if r.paired or (r.a and r.b)
+                  if (n := _rounds(r)) > 0), default=None)
     if rounds is not None and rounds < need:
         out["note"] = (f"some queries have {rounds} paired rounds: with false alarms controlled over {family} "
                        f"adjacent comparisons × {len(names)} queries, a speed step needs at least {need} (the "
@@ -53,15 +55,6 @@ def trend_object(nway: NWayComparison, versions: list[str]) -> dict[str, Any]:
 def _rounds(r: Any) -> int:
     """A query's paired rounds (or, judged unpaired for too few, its fewer runs)."""
     return int(r.paired.pairs) if r.paired else min(int(r.a.runs), int(r.b.runs))
-
-
-def rounds_for_a_step(alpha: float, queries: int) -> int:
-    """The fewest paired rounds whose smallest possible signed-rank p-value (2 / 2^n,
-    all rounds one way) passes Holm's first step, alpha / queries."""
-    n = 1
-    while 2.0 / 2 ** n >= alpha / max(1, queries):
-        n += 1
-    return n
 
 
 def _series(name: str, by_pair: dict[tuple[int, int], Comparison], base: int, n: int,
