@@ -102,3 +102,15 @@ def test_a_changed_query_without_profiles_still_carries_why(tmp_path):
     row = build_comparison([str(path)]).doc.queries[0]
     assert row.verdict == "slower" and row.why is not None
     assert row.why["counters"] == [] and row.why["operators"] == [] and "no system.query_log" in row.why["summary"]
+
+
+def test_an_older_server_without_operator_times_or_a_counter_is_not_a_plan_change():
+    """26.9 against 18.16 (seen on a real perf test): B has no processors_profile_log and
+    no SelectedRows event, but query_log's read_rows on both — no 'plan changed: gone …',
+    no 'reads no rows'."""
+    rng = np.random.default_rng(5)
+    a_counters = {**BASE, "read_rows": 10_000_000.0, "SelectedRows": 10_000_000.0}
+    b_counters = {**BASE, "read_rows": 10_000_000.0, "threads": 1.0, "RealTimeMicroseconds": 120_000.0}
+    why = explain_query(_runs(rng, 12, a_counters, OPS), _runs(rng, 12, b_counters, {}), paired=True, time_ratio=1.7)
+    assert why.operators == [] and not any("plan changed" in f or "rows" in f for f in why.facts)
+    assert "ran on 1 thread instead of 3" in why.facts

@@ -52,7 +52,7 @@ def side_samples(q: RunQuery, side: str) -> SideSamples:
         counters = (s.profile or {}).get("counters") or {}
         pe = sm.get("profile_events") or counters
         cpu = None
-        if pe.get("UserTimeMicroseconds") is not None:
+        if pe:  # (query_log lists only the events that counted: a missing one is 0)
             cpu = (pe.get("UserTimeMicroseconds", 0) + pe.get("SystemTimeMicroseconds", 0)) / 1000.0
         out.client_ms.append(s.client_ms)
         out.server_ms.append(s.server_ms)

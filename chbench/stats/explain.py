@@ -205,7 +205,10 @@ def explain_query(a: list[ProfileRun], b: list[ProfileRun], paired: bool, time_r
         if m is not None:
             m.tier = tier_of(name)
             tested.append(m)
-    ops = sorted({n for r in a + b for n in r.operators})
+    # operators only where both sides have operator times: a server without
+    # processors_profile_log (18.16) has none, and every operator read "gone in B"
+    ops = sorted({n for r in a + b for n in r.operators}) if any(r.operators for r in a) and \
+        any(r.operators for r in b) else []
     for i, name in enumerate(ops):
         m = _compare("operator", name, a, b, lambda r, n=name: r.operators.get(n, 0.0), paired, SEED + 5000 + i)
         if m is None:
@@ -261,8 +264,12 @@ def facts(why: Why, every: dict[str, MetricChange], time_ratio: float | None, pl
     hits = changed.get("QueryCacheHits")
     if hits is not None:
         out.append("answered from the query cache" if hits.ratio > 1 else "no longer answered from the query cache")
-    for name, what in (("SelectedMarks", "marks"), ("SelectedParts", "parts"), ("SelectedRows", "rows"),
-                       ("read_rows", "rows")):
+    # rows from query_log's own column first: every version has it, while a version without
+    # the SelectedRows event (18.16) would read "reads no rows"
+    for name, what in (("SelectedMarks", "marks"), ("SelectedParts", "parts"), ("read_rows", "rows"),
+                       ("SelectedRows", "rows")):
+        if name == "read_rows" and name in every and name not in changed:
+            break  # the same rows read, as every version counts them
         m = changed.get(name)
         if m is not None:
             out.append(f"reads {number(m.b)} {what}, none in A" if m.a == 0 else
