@@ -221,6 +221,7 @@ def test_side_by_side_embedded_and_server_and_both_rules(modern, tmp_path):
     rows = {x["name"]: x for x in cmp["queries"]}
     assert rows["mixed_missing.query0"]["verdict"] == "skipped"
     assert rows["fill_fails_single_thread.query0"]["verdict"] == "fails on B only"
+    assert rows["fill_fails_single_thread.query0"]["reasons"] == ["B: set-up of the test failed: <fill_query> #1"]
     assert rows["subst.query0"].get("threshold") == 0.15  # the test's own threshold, above chbench's 5%
     per = {t["name"]: t for t in cmp["tests"]}
     assert per["subst"]["queries"] == 7 and sum(per["subst"]["verdicts"].values()) == 7

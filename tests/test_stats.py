@@ -92,6 +92,7 @@ def test_only_in_and_failed_and_flags():
     assert by["b_only"]["verdict"] == "only in B"
     assert by["breaks"]["verdict"] == "fails on B only"
     assert any("fails in B only" in f for f in by["breaks"]["flags"])
+    assert by["breaks"]["reasons"] == ["B: Code 47: Unknown identifier"]  # what the server said
     flags = " ".join(by["common"]["flags"])
     assert "too short" in flags and "slow on client" in flags
 

@@ -23,6 +23,7 @@ from chbench.stats.compare import SideData
 from chbench.stats.explain import ProfileRun
 from chbench.stats.histogram import Histogram
 from chbench.stats.rounds import RoundFactors, take_out
+from chbench.targets.base import server_message
 
 
 @dataclass
@@ -85,6 +86,8 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
             if not per and q.sides and sid not in q.sides:
                 continue
             data = SideData(sql=q.sql_sent_by(sid), skipped=q.skipped(sid))
+            qs = q.sides.get(sid)
+            data.error_sample = qs.failed if qs is not None else None  # its test's set-up failed here
             if q.test is not None:
                 sides[sid].test_of[q.name] = q.test
             by_session: dict[int, list[float]] = {}
@@ -270,7 +273,7 @@ def _load_sides(path: str, doc: LoadDocument, metric: str) -> list[Side]:
 
 def _err_text(e: Any) -> str:
     if isinstance(e, dict):
-        return f"Code {e.get('code')}: {e.get('message')}"
+        return f"Code {e.get('code')}: {server_message(str(e.get('message')), 300)}"
     return str(e)
 
 

@@ -4,7 +4,6 @@ distribution and the samples in run order."""
 
 from __future__ import annotations
 
-import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +13,7 @@ from chbench.export.sections import Cell, Charts, Column, Details, Section, Tabl
 from chbench.report.charts import chart, key
 from chbench.results import RunDocument, RunQuery
 from chbench.stats.summary import median_ci
-from chbench.targets.base import first_line
+from chbench.targets.base import server_message
 
 COLUMNS = [
     Column("query", align="left", key="name"), Column("side", align="left", key="side"),
@@ -177,12 +176,3 @@ def time_pool_lines(doc: RunDocument) -> list[Text]:
                             f"{pool['budget_s']:.0f} s budget to decide a verdict, on the {pool['saved_s']:.0f} s "
                             f"others left unused: {who}"))
     return out
-
-
-def server_message(message: str, limit: int = 60) -> str:
-    """A server's error for a report: without ClickHouse's "Code: N. DB::Exception: " (the
-    code's name ends the message) or, before 20.x, "Code: N, e.displayText() =
-    DB::Exception: " and ", e.what() = DB::Exception" (18.16), and "…" where it is cut
-    (seen: "… does not exist. (UN")."""
-    text = re.sub(r"^Code: \d+(\.|, e\.displayText\(\) =) DB::Exception: ", "", message.strip())
-    return first_line(re.sub(r", e\.what\(\) = DB::Exception$", "", text), limit)

@@ -333,6 +333,9 @@ def _new_row(name: str, a: SideData | None, b: SideData | None) -> QueryComparis
             row.flags.append("fails in B only (backward-incompatible?)")
         else:
             row.flags.append("fails on both sides")
+        # what the server said, where a run recorded it (a failed set-up records no run)
+        row.reasons = [f"{label}: {s.error_sample}" for label, s, failed in (("A", a, a_failed), ("B", b, b_failed))
+                       if failed and s.error_sample]
     return row
 
 

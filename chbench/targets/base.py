@@ -254,4 +254,13 @@ def first_line(text: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+def server_message(message: str, limit: int = 60) -> str:
+    """A server's error for a report: without ClickHouse's "Code: N. DB::Exception: " (the
+    code's name ends the message) or, before 20.x, "Code: N, e.displayText() =
+    DB::Exception: " and ", e.what() = DB::Exception" (18.16), and "…" where it is cut
+    (seen: "… does not exist. (UN")."""
+    text = re.sub(r"^Code: \d+(\.|, e\.displayText\(\) =) DB::Exception: ", "", message.strip())
+    return first_line(re.sub(r", e\.what\(\) = DB::Exception$", "", text), limit)
+
+
 AUTH_CODES = {192, 193, 194, 516}  # UNKNOWN_USER, WRONG_PASSWORD, REQUIRED_PASSWORD, AUTHENTICATION_FAILED
