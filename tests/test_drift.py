@@ -287,6 +287,14 @@ def test_between_session_spread_is_measured_from_the_sessions_medians():
     expected = np.sqrt((np.var(np.log(offsets_a), ddof=1) * 2 + np.var(np.log(offsets_b), ddof=1) * 2) / 4)
     assert abs(sd / np.sqrt(2 / 3) - expected) < 0.01
     assert between_sessions(SideData(times=[1.0]), SideData(times=[1.0])) is None
+    # medians that came out equal (a load file's histogram buckets): the spread is never
+    # below what each session's median owes to its own runs, 1.2533 × sd / √n
+    same = [list(rng.lognormal(0, 0.04, 101)) for _ in range(2)]
+    for x in same:
+        x[:] = [v / float(np.median(x)) for v in x]  # every session's median exactly 1.0
+    q = SideData(sessions=same, times=sum(same, []))
+    sd0, _ = between_sessions(q, q)
+    assert 0.004 < sd0 < 0.01  # 1.2533 × 4% / √101 ≈ 0.5% a median, × √(1/2 + 1/2)
     doc = compare_json(["q"], {"q": a}, {"q": b}, Options(between_run=0.7))
     assert doc["queries"][0]["between_run_from"] == "3/3 sessions"
 
