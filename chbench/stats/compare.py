@@ -494,9 +494,8 @@ def between_sessions(a: SideData, b: SideData) -> tuple[float, int] | None:
 
 
 def _median_se(times: list[float]) -> float:
-    """The standard error of a sample's median, log scale: 1.2533 × its robust sd / √n."""
-    x = np.log(np.asarray(times, dtype=float))
-    return 1.2533 * 1.4826 * float(np.median(np.abs(x - np.median(x)))) / math.sqrt(len(x))
+    """The standard error of a sample's median, relative: 1.2533 × its robust sd / √n."""
+    return 1.2533 * 1.4826 * rel_mad(times) / math.sqrt(len(times))
 
 
 def _with_levels(sb: float, df: int, level: tuple[float, int] | None) -> tuple[float, int, str]:
