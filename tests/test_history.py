@@ -133,6 +133,53 @@ def test_the_machine_factor_is_taken_out_and_a_new_host_starts_a_baseline() -> N
     assert any("new baseline" in n and "sim-2" in n for n in res.notes)
 
 
+def _reconfigured(at: int = 28, cal_moves: float = 1.0, plain: bool = True, reference: bool = False,
+                  version: str | None = None) -> list[HistoryRun]:
+    """Every query but q0 1.8x slower from run ``at``, where the run's settings (or the
+    server's version) changed; the calibration query moved by ``cal_moves``, and ran with
+    the measurement's own settings (``plain``) or, as before 2026-12-06, the side's."""
+    runs, _ = history(QUIET, 21, runs=40, steps=0, spikes=0)
+    rng = np.random.default_rng(2)
+    for i, r in enumerate(runs):
+        later = i >= at
+        settings = {"max_threads": "1"} if later and version is None else {}
+        r.target = {**r.target, "settings": settings,
+                    "server_version": version if later and version else "25.8.1.1"}
+        r.machine = {"calibration_ms": 400 * (cal_moves if later else 1.0) * float(rng.lognormal(0, 0.01))}
+        if plain:
+            r.machine["calibration_settings"] = {"readonly": "2"}
+        if reference:
+            r.machine["reference_ms"] = 30 * float(rng.lognormal(0, 0.01))
+        for q in r.queries[1:] if later else []:
+            q.client_ms = [t * 1.8 for t in q.client_ms]
+    return runs
+
+
+def test_a_setting_that_slows_every_query_is_the_suites_change_not_the_machine() -> None:
+    res = check(_reconfigured(), [])
+    got = {c.query: c for c in res.changes}
+    assert set(got) == {"(all queries)", *(f"q{i}" for i in range(1, 10))}, [c.to_json() for c in res.changes]
+    for name, c in got.items():  # each query's own size, not its size next to the others'
+        assert c.index == 28 and c.kind == "regression" and c.ratio == pytest.approx(1.8, rel=0.03), name
+        assert any("max_threads unset → 1" in n for n in c.notes)
+    # the calibration query moving with it while it ran alike either side: the machine
+    machine = check(_reconfigured(cal_moves=1.8), [])
+    assert not any(c.query == "(all queries)" for c in machine.changes)
+    assert any("the machine, not reported" in n for n in machine.notes)
+
+
+def test_a_calibration_that_ran_with_the_changed_settings_is_no_witness() -> None:
+    """Files before 2026-12-06 ran it with the side's settings: it moved with the suite.
+    The reference task (chbench's own process) tells; with neither, the configuration's
+    change is the suite's."""
+    old = check(_reconfigured(cal_moves=1.6, plain=False, reference=True), [])
+    assert len(old.changes) == 10 and not any("machine" in n for n in old.notes)
+    upgraded = check(_reconfigured(cal_moves=1.6, version="26.9.1.1"), [])
+    suite = [c for c in upgraded.changes if c.query == "(all queries)"]
+    assert len(upgraded.changes) == 10 and suite and any("ran alike" in n for n in suite[0].notes)
+    assert any("server 25.8.1.1 → 26.9.1.1" in n for n in suite[0].notes)
+
+
 # -- the local store ----------------------------------------------------------------------
 
 def test_local_store_adds_once_reads_back_and_follows_xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

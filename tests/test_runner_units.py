@@ -49,6 +49,21 @@ def test_side_by_side_alternates_and_the_file_reads_back(tmp_path):
     assert RunDocument.from_json(doc.to_json(), "x").to_json() == doc.to_json()
 
 
+def test_the_calibration_query_runs_without_the_configuration_under_test(tmp_path):
+    """The machine's witness: a --setting (or --max-threads) the user is testing must not
+    move it, or history and compare call the setting's effect the machine."""
+    target = FakeTarget(lambda call: 100.0 if call.settings.get("max_threads") == "1" else 50.0)
+    wl = Workload(queries=[Query("q", "SELECT 1")], source="test", settings={"max_bytes_to_read": "10"})
+    outcome = run_plan(_plan((target, wl, {"max_threads": "1"}), calibration=True, max_threads=2), None, Progress())
+    cal = outcome.doc.calibration[0]
+    assert cal.settings is not None and {"max_threads", "max_bytes_to_read"}.isdisjoint(cal.settings)
+    assert cal.settings["readonly"] == "2" and cal.settings["use_query_cache"] == "0"
+    sent = [c.settings for c in target.executed() if c.sql.startswith(cal.sql)]
+    assert sent and all(s == cal.settings for s in sent) and {s.client_ms for s in cal.samples} == {50.0}
+    assert outcome.doc.targets[0].settings_sent["max_threads"] == "1"
+    assert RunDocument.from_json(outcome.doc.to_json(), "x").calibration[0].settings == cal.settings
+
+
 def test_adaptive_stop_precise_queries_stop_early():
     rng = random.Random(1)
     target = FakeTarget(lambda call: 100.0 * (1 + (0.001 if "steady" in call.sql else 0.3) * rng.random()))

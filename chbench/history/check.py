@@ -16,6 +16,7 @@ within ``SAME_CHANGE`` runs of it (a change's place can move by a run as runs ar
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -130,20 +131,33 @@ def check(runs: list[HistoryRun], reported: list[Reported], opts: CheckOptions |
              for i, what in table.baselines]
     if not table.factored and runs:
         notes.append("fewer than 4 queries per run: the machine's factor of each run is not taken out")
+    suite: list[SeriesChange] = []
+    if table.factored:  # the suite's own steps (not the machine's) stay in its queries' series
+        suite = _unexplained(_series_changes(table.suite, opts, suite=True)[0], table, notes)
+        table.keep_steps([(c.index, math.log(c.ratio)) for c in suite if c.kind != TREND])
     changes: list[SeriesChange] = []
     summaries: list[SeriesSummary] = []
     for s in table.series:
         found, summary = _series_changes(s, opts)
         changes += found
         summaries.append(summary)
-    if table.factored:
-        suite, _ = _series_changes(table.suite, opts, suite=True)
-        changes += _unexplained(suite, table, notes)
+    changes += suite
+    _configured(changes, table, runs)
     _mark_new(changes, table, reported)
     if opts.since is not None:
         changes = [c for c in changes if c.started_at >= opts.since]
     changes.sort(key=lambda c: (c.started_at, c.query))
     return CheckResult(changes, summaries, len(runs), notes)
+
+
+def _configured(changes: list[SeriesChange], table: SeriesTable, runs: list[HistoryRun]) -> None:
+    """A note on each change where the user changed the configuration (version, settings)."""
+    cols = {(s.name, s.key): [p.col for p in s.points] for s in [*table.series, table.suite]}
+    for c in changes:
+        col = cols[(c.query, c.key)][c.index]
+        config = configuration_change(runs, col)
+        if config:
+            c.notes.append(f"the configuration changed here: {config}")
 
 
 def _cuts(s: Series, opts: CheckOptions) -> list[int]:
@@ -282,32 +296,85 @@ def _t_interval(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, floa
 
 
 def _unexplained(suite: list[SeriesChange], table: SeriesTable, notes: list[str]) -> list[SeriesChange]:
-    """Steps of the whole suite the machine's own reference (the calibration query, else the
-    reference task) did not share: the suite's. The rest were the machine: a note each."""
+    """Steps of the whole suite the machine's own reference did not share: the suite's.
+    The rest were the machine: a note each. With no reference that ran alike either side,
+    a step where the user changed the configuration (the server's version, the run's
+    settings) is the suite's; any other is not reported."""
     out = []
-    ref = [_reference(p.run) for p in table.suite.points]
+    runs = [p.run for p in table.suite.points]
     for ch in suite:
-        i = next(k for k, p in enumerate(table.suite.points) if p.run.run_id == ch.run_id)
-        a = [r for r in ref[max(0, i - CONFIRM_RUNS):i] if r is not None]
-        b = [r for r in ref[i:i + CONFIRM_RUNS] if r is not None]
-        moved = math.exp(float(np.median(b)) - float(np.median(a))) if len(a) >= 2 and len(b) >= 2 else None
-        step = math.log(ch.ratio)
-        if moved is None:
+        i, (n_before, n_after) = ch.index, ch.runs  # the runs its confirmation compared
+        witness = _witness(runs[max(0, i - n_before):i], runs[i:i + n_after])
+        config = configuration_change(runs, i)
+        also = f" (the configuration changed there too: {config})" if config else ""
+        if witness is None and config is None:
             notes.append(f"every query moved {ch.ratio - 1:+.1%} from run {ch.run_id}; the runs carry no reference "
                          "of the machine's speed (calibration query) to tell the machine from the suite: not reported")
             continue
+        if witness is None:
+            ch.notes.append("every query moved together where the configuration changed; no reference of the "
+                            "machine's speed ran alike either side")
+            out.append(ch)
+            continue
+        moved, by = witness
+        step = math.log(ch.ratio)
         if math.log(moved) * step > 0 and abs(math.log(moved)) >= abs(step) / 2:
             notes.append(f"every query moved {ch.ratio - 1:+.1%} from run {ch.run_id} and so did the machine's "
-                         f"reference ({moved - 1:+.1%}): the machine, not reported")
+                         f"reference ({by}, {moved - 1:+.1%}): the machine, not reported{also}")
             continue
-        ch.notes.append(f"every query moved together; the machine's reference moved {moved - 1:+.1%}")
+        ch.notes.append(f"every query moved together; the machine's reference ({by}) moved {moved - 1:+.1%}")
         out.append(ch)
     return out
 
 
-def _reference(run: HistoryRun) -> float | None:
-    v = run.machine.get("calibration_ms") or run.machine.get("reference_ms")
-    return math.log(float(v)) if v else None
+def _witness(before: list[HistoryRun], after: list[HistoryRun]) -> tuple[float, str] | None:
+    """How far the machine's own reference moved between the runs before a step and those
+    after it (the runs its confirmation compared, within its segment): the calibration
+    query where it ran alike either side (the same server version and settings: a new
+    version or a setting moves it with the suite), else the reference task (a process of
+    chbench's own, timing the machine alone; engines on this host)."""
+    if not before or not after:
+        return None
+    ctx = _calibration_context(before[-1])
+    if _calibration_context(after[0]) == ctx:
+        moved = _moved([r for r in before if _calibration_context(r) == ctx],
+                       [r for r in after if _calibration_context(r) == ctx], "calibration_ms")
+        if moved is not None:
+            return moved, "calibration query"
+    moved = _moved(before, after, "reference_ms")
+    return None if moved is None else (moved, "reference task")
+
+
+def _moved(before: list[HistoryRun], after: list[HistoryRun], key: str) -> float | None:
+    a = [math.log(float(r.machine[key])) for r in before if r.machine.get(key)]
+    b = [math.log(float(r.machine[key])) for r in after if r.machine.get(key)]
+    if len(a) < 2 or len(b) < 2:
+        return None
+    return math.exp(float(np.median(b)) - float(np.median(a)))
+
+
+def _calibration_context(run: HistoryRun) -> tuple[str, str]:
+    """What the calibration query's time depends on besides the machine: the server's
+    version and the settings it ran with (the side's, in runs before 2026-12-06)."""
+    sent = run.machine.get("calibration_settings", run.target.get("settings") or {})
+    return str(run.target.get("server_version") or ""), json.dumps(sorted(sent.items()))
+
+
+def configuration_change(runs: list[HistoryRun], i: int) -> str | None:
+    """What the user changed at run ``i`` or a run either side of it (a step's place can
+    be a run off): the server's version, the run's settings."""
+    for j in (i, i - 1, i + 1):
+        if not 0 < j < len(runs):
+            continue
+        was, now = runs[j - 1].target, runs[j].target
+        parts = []
+        if was.get("server_version") != now.get("server_version"):
+            parts.append(f"server {was.get('server_version') or '?'} → {now.get('server_version') or '?'}")
+        a, b = was.get("settings") or {}, now.get("settings") or {}
+        parts += [f"{k} {a.get(k, 'unset')} → {b.get(k, 'unset')}" for k in sorted({*a, *b}) if a.get(k) != b.get(k)]
+        if parts:
+            return f"run {runs[j].run_id}: " + ", ".join(parts)
+    return None
 
 
 def _mark_new(changes: list[SeriesChange], table: SeriesTable, reported: list[Reported]) -> None:

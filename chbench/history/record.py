@@ -171,13 +171,17 @@ def _query_of(q: RunQuery, side: str) -> QueryRecord:
 
 
 def _machine_of(doc: RunDocument, side: str) -> dict[str, Any]:
-    """The run's machine state in a few numbers: the calibration query's median (ms), the
-    reference task's (ms), other processes' cores and steal (medians over the rounds)."""
+    """The run's machine state in a few numbers: the calibration query's median (ms) and
+    the settings it ran with, the reference task's (ms), other processes' cores and steal
+    (medians over the rounds)."""
     out: dict[str, Any] = {}
     cal = [float(s.client_ms) for c in doc.calibration if c.target == side for s in c.samples
            if s.ok and s.client_ms is not None]
     if cal:
         out["calibration_ms"] = float(np.median(cal))
+        sent = next((c.settings for c in doc.calibration if c.target == side), None)
+        if sent is not None:  # else it ran with the side's settings (files before 2026-12-06)
+            out["calibration_settings"] = sent
     ref = [float(np.median(r["ms"])) for r in (doc.machine.get("reference") or []) if r.get("ms")]
     if ref:
         out["reference_ms"] = float(np.median(ref))

@@ -36,6 +36,10 @@ def check_text(result: CheckResult, location: str) -> str:
         out.append("  no change in any series\n")
     for c in result.changes:
         out.append(_change_line(c))
+        out += [f"{'':16}{n}\n" for n in c.notes if not n.startswith("the configuration changed here")]
+    configs = list(dict.fromkeys(n for c in result.changes for n in c.notes
+                                 if n.startswith("the configuration changed here")))
+    out += [f"  note: {n}\n" for n in configs]  # once, not under each query that changed with it
     short = list(dict.fromkeys(s.query for s in result.series if s.too_short))  # a name, once
     if short:
         out.append(f"  too few runs to tell yet ({', '.join(short[:6])}{' …' if len(short) > 6 else ''}): "
@@ -107,13 +111,15 @@ def history_report(runs: list[HistoryRun], result: CheckResult) -> Report:
                                 f"{len(result.new_regressions)} new regression(s)", kind="summary")]
     if changes:
         t = Table([Column("query", align="left"), Column("kind", align="left"), Column("change", align="left"),
-                   Column("from run", align="left"), Column("compared", align="left"), Column("new", align="left")],
+                   Column("from run", align="left"), Column("compared", align="left"), Column("new", align="left"),
+                   Column("notes", align="left")],
                   title="Changes, the most recent first")
+        by_id = {r.run_id: r for r in runs}
         for c in changes:
-            cmp = f"chbench compare {c.before[0]}… {c.before[1]}…" if c.before else ""
+            cmp = _compare_hint(c, by_id)
             t.add(c.query, c.kind, f"{_pct(c.ratio)} [{_pct(c.ci[0])}, {_pct(c.ci[1])}]"
                   + (f", {c.rate_per_week:+.2%}/week" if c.rate_per_week is not None else ""),
-                  f"{c.index} · {iso(c.started_at)[:16]}", cmp, "new" if c.new else "")
+                  f"{c.index} · {iso(c.started_at)[:16]}", cmp, "new" if c.new else "", "; ".join(c.notes))
         blocks.append(t)
     blocks += [Text(n) for n in result.notes]
     # one chart per series: an edited query has two, whose change indexes count in each
@@ -136,6 +142,17 @@ def history_report(runs: list[HistoryRun], result: CheckResult) -> Report:
                           [(c.index, c.kind) for c in mine[nk]], hover)]),
             *[b for c in mine[nk] for b in _why(c, {r.run_id: r for r in runs})]]))
     return Report("chbench history", [Section("chbench history", "history", blocks)])
+
+
+def _compare_hint(c: Any, by_id: dict[str, HistoryRun]) -> str:
+    """The command comparing the last run before a change with the first after: their
+    files where the store knows them, else the two runs' ids."""
+    if not c.before:
+        return ""
+    a, b = by_id.get(c.before[0]), by_id.get(c.before[1])
+    if a is not None and b is not None and a.source and b.source:
+        return f"chbench compare {a.source} {b.source}"
+    return f"runs {c.before[0]} → {c.before[1]}"
 
 
 def _why(c: Any, by_id: dict[str, HistoryRun]) -> list[Block]:

@@ -170,14 +170,19 @@ class Calibration:
     target: str
     sql: str
     samples: list[RunSample] = field(default_factory=list)
+    # what it was sent with: the measurement's own settings, not the side's (None in files
+    # written before 2026-12-06, where it ran with the side's settings)
+    settings: dict[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"target": self.target, "sql": self.sql, "samples": [s.to_json() for s in self.samples]}
+        return {"target": self.target, "sql": self.sql, "samples": [s.to_json() for s in self.samples],
+                **({} if self.settings is None else {"settings": self.settings})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Calibration:
         return cls(target=d.get("target", "A"), sql=d.get("sql", ""),
-                   samples=[RunSample.from_json(s) for s in d.get("samples") or []])
+                   samples=[RunSample.from_json(s) for s in d.get("samples") or []],
+                   settings=None if d.get("settings") is None else {str(k): str(v) for k, v in d["settings"].items()})
 
 
 @dataclass(kw_only=True)

@@ -36,7 +36,13 @@ from chbench.results.environment import now_iso
 from chbench.results.run import QuerySide
 from chbench.runner.groups import GroupRun, skip_if_missing
 from chbench.runner.quiet import QuietGuard
-from chbench.runner.settings import group_settings, query_settings, settings_to_send, statement_settings
+from chbench.runner.settings import (
+    calibration_settings,
+    group_settings,
+    query_settings,
+    settings_to_send,
+    statement_settings,
+)
 from chbench.stats.machine import REFERENCE_MIN
 from chbench.stats.paired import pair_up
 from chbench.stats.stopping import Look, TimePool, look, should_stop
@@ -188,7 +194,9 @@ class Runner:
         self.doc.targets = [self._target_entry(side) for side in self.plan.sides]
         states = self._states()
         if self.plan.calibration:
-            self.doc.calibration = [Calibration(target=s.id, sql=CALIBRATION_SQL) for s in self.plan.sides]
+            self.doc.calibration = [Calibration(target=s.id, sql=CALIBRATION_SQL,
+                                                settings=calibration_settings(self.infos[s.id], self.plan))
+                                    for s in self.plan.sides]
         if self.plan.sessions > 1:
             self.doc.meta.extra["sessions"] = [{"index": 0, "started_at": now_iso()}]
             if any(s.target.capabilities.in_process for s in self.plan.sides):
@@ -514,10 +522,11 @@ class Runner:
             if c.target in self.failed_sides:
                 continue
             side = self.by_id[c.target]
-            s = self._execute(side, prepare_sql(c.sql), self.sent[c.target], round_no, False)
+            sent = self.sent[c.target] if c.settings is None else c.settings
+            s = self._execute(side, prepare_sql(c.sql), sent, round_no, False)
             if s.error and not c.samples and c.sql != CALIBRATION_FALLBACK_SQL:
                 c.sql = CALIBRATION_FALLBACK_SQL  # e.g. no numbers_mt on 18.x
-                s = self._execute(side, prepare_sql(c.sql), self.sent[c.target], round_no, False)
+                s = self._execute(side, prepare_sql(c.sql), sent, round_no, False)
             c.samples.append(s)
 
     # -- the server's profile of every run (chbench explain, --server-metrics) ------------

@@ -1,6 +1,7 @@
 """Which settings a run sends: the measurement defaults (query cache off, read-only
 unless writes are allowed), the plan's switches, the workload's settings, the user's,
-then each query's own — only those the server knows; the rest are reported."""
+then each query's own — only those the server knows; the rest are reported. The
+calibration query gets the measurement's own settings only."""
 
 from __future__ import annotations
 
@@ -10,6 +11,27 @@ from chbench.targets import ServerInfo
 
 def settings_to_send(side: SidePlan, info: ServerInfo, plan: Plan) -> tuple[dict[str, str], list[str], list[str]]:
     """The settings this side sends, the ones the server does not know, and notes."""
+    wanted, notes = _measurement(info, plan, configured=True)
+    wanted.update(side.workload.settings)
+    wanted.update(side.settings)
+    sent = {k: v for k, v in wanted.items() if info.knows(k)}
+    unsupported = sorted(k for k in wanted if not info.knows(k))
+    return sent, unsupported, notes
+
+
+def calibration_settings(info: ServerInfo, plan: Plan) -> dict[str, str]:
+    """What the calibration query is sent with: the measurement's own settings, none of the
+    configuration under test (``--setting``, the workload's, ``--max-threads``). It is the
+    machine's witness: sent with the side's settings, ``--setting max_threads=1`` moved it
+    +66% along with every query, and ``history check`` called the suite's +90% the machine
+    (2026-12-06)."""
+    wanted, _ = _measurement(info, plan, configured=False)
+    return {k: v for k, v in wanted.items() if info.knows(k)}
+
+
+def _measurement(info: ServerInfo, plan: Plan, configured: bool) -> tuple[dict[str, str], list[str]]:
+    """The measurement's own settings (query cache off, read-only, the timeout, query_log,
+    the profiler) and, when ``configured``, ``--max-threads``."""
     wanted: dict[str, str] = {"use_query_cache": "0"}
     notes: list[str] = []
     if not plan.allow_writes:
@@ -18,7 +40,7 @@ def settings_to_send(side: SidePlan, info: ServerInfo, plan: Plan) -> tuple[dict
             wanted["readonly"] = "2"
         else:
             notes.append(f"user is already readonly={current}")
-    if plan.max_threads is not None:
+    if configured and plan.max_threads is not None:
         wanted["max_threads"] = str(plan.max_threads)
     if plan.server_metrics:
         wanted["log_queries"] = "1"
@@ -33,11 +55,7 @@ def settings_to_send(side: SidePlan, info: ServerInfo, plan: Plan) -> tuple[dict
         wanted["query_profiler_cpu_time_period_ns"] = period
     if plan.timeout:
         wanted["max_execution_time"] = str(max(1, int(round(plan.timeout))))
-    wanted.update(side.workload.settings)
-    wanted.update(side.settings)
-    sent = {k: v for k, v in wanted.items() if info.knows(k)}
-    unsupported = sorted(k for k in wanted if not info.knows(k))
-    return sent, unsupported, notes
+    return wanted, notes
 
 
 def query_settings(sent: dict[str, str], own: dict[str, str], info: ServerInfo) -> tuple[dict[str, str], list[str]]:
