@@ -85,9 +85,11 @@ class SeriesSummary:
     unconfirmed: int  # candidates the raw samples did not confirm
     last_ms: float | None
     notes: list[str] = field(default_factory=list)
+    sensitivity: float = 1.0  # how strongly it follows the machine's factor (1: like the suite)
 
     def to_json(self) -> dict[str, Any]:
         return {"query": self.query, "key": self.key, "runs": self.runs, "noise": _r(self.noise),
+                "sensitivity": _r(self.sensitivity),
                 "spikes": self.spikes, "pending": self.pending, "too_short": self.too_short,
                 "unconfirmed": self.unconfirmed, "last_ms": None if self.last_ms is None else round(self.last_ms, 3),
                 **({"notes": self.notes} if self.notes else {})}
@@ -133,8 +135,11 @@ def check(runs: list[HistoryRun], reported: list[Reported], opts: CheckOptions |
         notes.append("fewer than 4 queries per run: the machine's factor of each run is not taken out")
     suite: list[SeriesChange] = []
     if table.factored:  # the suite's own steps (not the machine's) stay in its queries' series
-        suite = _unexplained(_series_changes(table.suite, opts, suite=True)[0], table, notes)
+        steps = _series_changes(table.suite, opts, suite=True)[0]
+        suite = _unexplained(steps, table, notes)
         table.keep_steps([(c.index, math.log(c.ratio)) for c in suite if c.kind != TREND])
+        if any(c not in suite and c.kind != TREND for c in steps):  # the machine stepped: who followed it how far
+            table.fit_sensitivities()
     changes: list[SeriesChange] = []
     summaries: list[SeriesSummary] = []
     for s in table.series:
@@ -194,7 +199,7 @@ def _series_changes(s: Series, opts: CheckOptions, suite: bool = False) -> tuple
     notes = [f"{s.failed_runs} runs without a successful sample: not in the series"] if s.failed_runs else []
     notes += _gaps(s)
     return found, SeriesSummary(s.name, s.key, len(s.points), math.expm1(sigma), spikes, pending, too_short,
-                                unconfirmed, last, notes)
+                                unconfirmed, last, notes, s.sensitivity)
 
 
 def _gaps(s: Series) -> list[str]:
