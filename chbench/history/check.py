@@ -160,7 +160,7 @@ def _configured(changes: list[SeriesChange], table: SeriesTable, runs: list[Hist
     cols = {(s.name, s.key): [p.col for p in s.points] for s in [*table.series, table.suite]}
     for c in changes:
         col = cols[(c.query, c.key)][c.index]
-        config = configuration_change(runs, col)
+        config = _configuration_change(runs, col)
         if config:
             c.notes.append(f"the configuration changed here: {config}")
 
@@ -310,7 +310,7 @@ def _unexplained(suite: list[SeriesChange], table: SeriesTable, notes: list[str]
     for ch in suite:
         i, (n_before, n_after) = ch.index, ch.runs  # the runs its confirmation compared
         witness = _witness(runs[max(0, i - n_before):i], runs[i:i + n_after])
-        config = configuration_change(runs, i)
+        config = _configuration_change(runs, i)
         also = f" (the configuration changed there too: {config})" if config else ""
         if witness is None and config is None:
             notes.append(f"every query moved {ch.ratio - 1:+.1%} from run {ch.run_id}; the runs carry no reference "
@@ -365,7 +365,7 @@ def _calibration_context(run: HistoryRun) -> tuple[str, str]:
     return str(run.target.get("server_version") or ""), json.dumps(sorted(sent.items()))
 
 
-def configuration_change(runs: list[HistoryRun], i: int) -> str | None:
+def _configuration_change(runs: list[HistoryRun], i: int) -> str | None:
     """What the user changed at run ``i`` or a run either side of it (a step's place can
     be a run off): the server's version, the run's settings."""
     for j in (i, i - 1, i + 1):
