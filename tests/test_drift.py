@@ -390,6 +390,31 @@ def test_with_machine_probes_the_calibration_query_is_reported_not_used_to_widen
     assert legacy["probes"] is None and legacy["log_change_bound"] > 0.05
 
 
+def test_queries_that_changed_by_different_amounts_are_not_judged_by_their_own_scatter():
+    """Nightly files either side of an upgrade: each query changed by its own amount. As a
+    between-run spread their scatter (43% on the real files) made every query `unstable`
+    at ±166%; where the configuration changed and it is beyond SCATTER_LIMIT × the guess,
+    each query's spread is guessed instead."""
+    rng = np.random.default_rng(31)
+    shifts = [0.5, 0.6, 0.75, 0.9, 1.0, 1.0, 1.2, 1.5, 1.9, 2.2]
+    a, b = sides(rng, shifts, n=15, cv=0.03)
+    opts = Options(between_run=0.8, measure_between=True, configuration_changed="server 24.8.4.1 → 26.9.2.1")
+    doc = compare_json(list(a), a, b, opts)
+    sc = doc["summary"]["scatter"]
+    assert sc["used"] == "guess" and sc["scatter_sd"] > sc["limit"] * sc["guess_sd"]
+    v = dict(zip(a, verdicts(doc), strict=True))
+    assert [v[f"q{i}"] for i in (0, 1, 2, 7, 8, 9)] == ["faster"] * 3 + ["slower"] * 3, v
+    assert all(q["between_run_from"] == "factor" for q in doc["queries"])
+    # the same queries unchanged: their scatter is the runs' own, measured and used
+    a2, b2 = sides(np.random.default_rng(32), [1.0] * 10, n=15, cv=0.03)
+    same = compare_json(list(a2), a2, b2, opts)
+    assert same["summary"]["scatter"]["used"] == "scatter"
+    assert not {"slower", "faster"} & set(verdicts(same))
+    # one configuration: a wide scatter can only be the runs' offsets — kept, all unstable
+    one = compare_json(list(a), a, b, Options(between_run=0.8, measure_between=True))
+    assert one["summary"]["scatter"]["used"] == "scatter" and set(verdicts(one)) == {"unstable"}
+
+
 def test_against_the_shift_a_query_is_never_surer_than_its_own_runs_allow():
     """Queries whose ratios agree exactly (scatter 0) keep at least their own interval."""
     rng = np.random.default_rng(20)

@@ -18,6 +18,7 @@ from chbench.compare.sides import Side, Sides, merge_sides, sides_of, without_ro
 from chbench.errors import UsageError
 from chbench.explain.build import explain_rows
 from chbench.results import open_results
+from chbench.results.run import configuration_diff
 from chbench.stats.compare import (
     BETWEEN_RUN_FACTOR,
     MEASURED_FROM,
@@ -280,6 +281,14 @@ def _between_run_note(a: Side, b_queries: dict[str, Any], factor: float, advice:
             f"spread (--between-run-factor); {advice.sessions} would measure it")
 
 
+def _configuration_changed(a: Side, b: Side) -> str | None:
+    """What differs between two separate runs' configurations: the server's version, the
+    user's settings (None: the same, or not known for one of them)."""
+    if not a.configuration or not b.configuration:
+        return None
+    return ", ".join(configuration_diff(a.configuration, b.configuration)) or None
+
+
 def _say_between_run(notes: list[str], result: Any, stats: Options, advice: Advice) -> None:
     """The between-run note, once the queries were judged: with sessions, how far their
     machine levels moved; with one session per side, measured as the queries' scatter,
@@ -299,6 +308,13 @@ def _say_between_run(notes: list[str], result: Any, stats: Options, advice: Advi
         notes[at] = (f"one session per side: each query's between-run spread measured as the queries' scatter around "
                      f"{around} (±{quiet:.1%} for a quiet query, Student's t); {advice.sessions} would measure it "
                      "per query")
+    elif result.summary.scatter and result.summary.scatter["used"] == "guess":
+        sc = result.summary.scatter
+        notes[at] = (f"one session per side: the queries' changes scatter ±{sc['scatter_sd']:.1%} (sd) around their "
+                     f"common level, over {sc['limit']:g}× the ±{sc['guess_sd']:.1%} two runs of one configuration "
+                     f"would add, and the configuration changed ({sc['configuration_changed']}): each query changed by "
+                     f"its own amount, so its between-run spread is guessed as {stats.between_run:g} × its run-to-run "
+                     f"spread; {advice.sessions} would measure it")
     elif stats.measure_between:
         tested = sum(1 for q in result.queries if q.between_run is not None)
         notes[at] = notes[at].replace("one session per side:", f"one session per side and {tested} queries judged "
@@ -377,6 +393,7 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
         given = opts.between_run_factor
         stats.between_run = BETWEEN_RUN_FACTOR if given is None else given
         stats.measure_between = given is None
+        stats.configuration_changed = _configuration_changed(a, b)
         notes.append(_between_run_note(a, b_queries, stats.between_run, advice))
         if opts.round_factors:
             for label, side in (("a", a), ("b", b)):

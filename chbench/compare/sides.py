@@ -47,6 +47,8 @@ class Side:
     explain: dict[str, Any] = field(default_factory=dict)
     # a replay's: how far its statements waited on each other, one per replay file
     backlog: list[Backlog] = field(default_factory=list)
+    # a run's server version and the user's settings: what two separate files may differ in
+    configuration: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -78,7 +80,10 @@ def sides_of(path: str, doc: ResultsFile, metric: str = "client_ms") -> Sides:
 
 def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
     meta = doc.meta.to_json()
-    sides = {t.id: Side(label=f"{t.id}: {t.label}", meta=meta) for t in doc.targets}
+    sides = {t.id: Side(label=f"{t.id}: {t.label}", meta=meta,
+                        configuration={"server_version": t.server_version,
+                                       "settings": t.settings_requested})
+             for t in doc.targets}
     missing = 0
     for q in doc.queries:
         for sid in sides:

@@ -28,6 +28,7 @@ from chbench.history.detect import CREEP_WINDOW, Z_DETECT, Detection, detect
 from chbench.history.record import HistoryRun, iso
 from chbench.history.series import SUITE, Series, SeriesTable, build
 from chbench.history.store import Reported
+from chbench.results.run import configuration_diff
 from chbench.stats.compare import BETWEEN_RUN_FACTOR, Options, SideData, compare_queries
 
 CONFIRM_RUNS = 20
@@ -371,12 +372,7 @@ def _configuration_change(runs: list[HistoryRun], i: int) -> str | None:
     for j in (i, i - 1, i + 1):
         if not 0 < j < len(runs):
             continue
-        was, now = runs[j - 1].target, runs[j].target
-        parts = []
-        if was.get("server_version") != now.get("server_version"):
-            parts.append(f"server {was.get('server_version') or '?'} → {now.get('server_version') or '?'}")
-        a, b = was.get("settings") or {}, now.get("settings") or {}
-        parts += [f"{k} {a.get(k, 'unset')} → {b.get(k, 'unset')}" for k in sorted({*a, *b}) if a.get(k) != b.get(k)]
+        parts = configuration_diff(runs[j - 1].target, runs[j].target)
         if parts:
             return f"run {runs[j].run_id}: " + ", ".join(parts)
     return None

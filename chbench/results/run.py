@@ -231,3 +231,13 @@ class RunDocument(Document):
 
     def side_labels(self) -> dict[str, str]:
         return {t.id: t.label or t.url for t in self.targets}
+
+
+def configuration_diff(was: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """What differs between two runs' configurations (``server_version`` and the user's
+    ``settings``), as "server 24.8.4.1 → 26.9.2.1", "max_threads unset → 1"."""
+    parts = []
+    if was.get("server_version") != now.get("server_version"):
+        parts.append(f"server {was.get('server_version') or '?'} → {now.get('server_version') or '?'}")
+    a, b = was.get("settings") or {}, now.get("settings") or {}
+    return parts + [f"{k} {a.get(k, 'unset')} → {b.get(k, 'unset')}" for k in sorted({*a, *b}) if a.get(k) != b.get(k)]

@@ -60,6 +60,9 @@ BETWEEN_RUN_FACTOR = 0.8
 # verdict_bars.py --only separate); the scatter is the between-run spread those runs
 # showed. Six queries at least (Student's t with 5 degrees of freedom: 2.57 for 1.96)
 MEASURED_FROM = 6
+# ... and only where it can be the machine's: beyond this many times the guess, it is the
+# queries' own changes (an upgrade), not the runs' offsets (_scatter_check)
+SCATTER_LIMIT = 3.0
 
 
 @dataclass
@@ -141,6 +144,9 @@ class Options:
     # scatter around their common level (``between_run_sd``) when MEASURED_FROM queries
     # or more were tested; ``between_run`` is then only the fallback for fewer
     measure_between: bool = False
+    # separate files of different configurations (server version, the user's settings): what
+    # changed, said where the queries' scatter is taken for their own changes (_scatter_check)
+    configuration_changed: str | None = None
     between_df: int | None = None  # degrees of freedom of a measured ``between_run_sd`` (Student's t)
     # per query, a larger threshold its author set (a performance test's max_ignored_relative_change)
     query_thresholds: dict[str, float] = field(default_factory=dict)
@@ -236,9 +242,13 @@ def compare_queries(
     if level is not None:
         opts = replace(opts, common_level=(level["se"], level["df"]))
     rows, boots, tested = _judge(names, side_a, side_b, opts, np.random.default_rng(SEED), 0.0)
-    measured = None
+    measured, scatter = None, None
     if opts.measure_between and opts.between_run and opts.between_run_sd is None:
         measured = scatter_of(rows, boots, tested, MEASURED_FROM)
+        if measured is not None:
+            scatter = _scatter_check(measured.sd, [(side_a[names[i]], side_b[names[i]]) for i in tested], opts)
+            if scatter["used"] == "guess":
+                measured = None
         if measured is not None:  # each query judged again, on the spread the queries showed
             opts = replace(opts, between_run_sd=measured.sd, typical_within_sd=measured.within,
                            between_df=measured.kept - 1)
@@ -275,8 +285,26 @@ def compare_queries(
     summary = _summary(rows, boots, side_a, side_b, names, machine, opts)
     summary.shift = shift
     summary.session_levels = level
+    summary.scatter = scatter
     summary.paired = sum(1 for r in rows if r.paired is not None)
     return ComparisonResult(rows, summary)
+
+
+def _scatter_check(sd: float, sides: list[tuple[SideData, SideData]], opts: Options) -> dict[str, Any]:
+    """Whether the queries' scatter around their common level can be the machine's offsets
+    of two runs of one configuration. Measured: A/A pairs scattered 1.1–2.4% where the guess
+    from each query's run-to-run spread allowed ±7–14%; a neighbour that moved queries by
+    +2% to +23% scattered them about 6%. Nightly files either side of an upgrade (24.8 →
+    26.9, 2026-12-06) scattered 43%, each query changed by its own amount: as a between-run
+    spread, ±166% for every query, all `unstable`. Where the files' configurations differ
+    (server version, the user's settings) and the scatter is beyond ``SCATTER_LIMIT`` × the
+    typical guess, it is the queries' own changes, and each query's spread is guessed.
+    Files of one configuration keep their scatter, however wide: it can only be the runs'."""
+    guess = float(np.median([opts.between_run * math.hypot(a.run_spread(), b.run_spread()) for a, b in sides]))
+    wide = guess > 0 and sd > SCATTER_LIMIT * guess
+    used = "guess" if wide and opts.configuration_changed else "scatter"
+    return {"scatter_sd": round(sd, 4), "guess_sd": round(guess, 4), "limit": SCATTER_LIMIT, "used": used,
+            "configuration_changed": opts.configuration_changed}
 
 
 def _judge(names: list[str], side_a: dict[str, SideData], side_b: dict[str, SideData], opts: Options,

@@ -261,6 +261,8 @@ class ComparisonSummary:
     round_factors: dict[str, Any] | None = None  # separate runs: per side, the machine factors taken out
     # sessions: how far their machine levels moved (stats/compare.py, sessions_level)
     session_levels: dict[str, Any] | None = None
+    # one session per side: the queries' scatter against the guess, and which was used
+    scatter: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {"verdicts": dict(self.verdicts), "geomean": self.geomean.to_json(),
@@ -276,6 +278,8 @@ class ComparisonSummary:
             out["round_factors"] = self.round_factors
         if self.session_levels is not None:
             out["session_levels"] = self.session_levels
+        if self.scatter is not None:
+            out["scatter"] = self.scatter
         return out
 
 
