@@ -35,6 +35,7 @@ CONFIRM_RUNS = 20
 SAME_CHANGE = 3
 CUT_Z = 2.0  # a step this many times the detection threshold moves its query's level in the factors
 REGRESSION, IMPROVEMENT, TREND = "regression", "improvement", "trend"
+CONFIGURATION_CHANGED = "the configuration changed here"  # a change's note: "…: run …: max_threads unset → 1"
 
 
 @dataclass
@@ -163,7 +164,7 @@ def _configured(changes: list[SeriesChange], table: SeriesTable, runs: list[Hist
         col = cols[(c.query, c.key)][c.index]
         config = _configuration_change(runs, col)
         if config:
-            c.notes.append(f"the configuration changed here: {config}")
+            c.notes.append(f"{CONFIGURATION_CHANGED}: {config}")
 
 
 def _cuts(s: Series, opts: CheckOptions) -> list[int]:

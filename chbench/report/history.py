@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from chbench.export.sections import Block, Charts, Column, Details, Report, Section, Table, Text
-from chbench.history.check import CheckResult
+from chbench.history.check import CONFIGURATION_CHANGED, CheckResult
 from chbench.history.record import HistoryRun, iso
 from chbench.report.charts import chart, key
 from chbench.stats.summary import median_ci
@@ -36,9 +36,8 @@ def check_text(result: CheckResult, location: str) -> str:
         out.append("  no change in any series\n")
     for c in result.changes:
         out.append(_change_line(c))
-        out += [f"{'':16}{n}\n" for n in c.notes if not n.startswith("the configuration changed here")]
-    configs = list(dict.fromkeys(n for c in result.changes for n in c.notes
-                                 if n.startswith("the configuration changed here")))
+        out += [f"{'':16}{n}\n" for n in c.notes if not n.startswith(CONFIGURATION_CHANGED)]
+    configs = list(dict.fromkeys(n for c in result.changes for n in c.notes if n.startswith(CONFIGURATION_CHANGED)))
     out += [f"  note: {n}\n" for n in configs]  # once, not under each query that changed with it
     short = list(dict.fromkeys(s.query for s in result.series if s.too_short))  # a name, once
     if short:
