@@ -239,14 +239,14 @@ def test_the_readme_and_the_docs_have_examples():
 
 
 def test_the_shape_check_catches_drift():
-    step = Step("chbench compare x.json", ["Verdicts: 1 slower", "┃ query ┃ verdict ┃", "A = A: embedded"])
-    check_shape(step, "Verdicts: 2 faster\n┃ query   ┃ verdict ┃ extra ┃\nA = A: embedded\n")
+    step = Step("chbench compare x.json", ["Verdicts: 1 slower", "┃ query ┃ verdict ┃", "A: embedded"])
+    check_shape(step, "Verdicts: 2 faster\n┃ query   ┃ verdict ┃ extra ┃\nA: embedded\n")
     with pytest.raises(AssertionError):
-        check_shape(step, "Verdict: 1 slower\n┃ query ┃ verdict ┃\nA = A: embedded\n")  # a label renamed
+        check_shape(step, "Verdict: 1 slower\n┃ query ┃ verdict ┃\nA: embedded\n")  # a label renamed
     with pytest.raises(AssertionError):
-        check_shape(step, "Verdicts: 1 slower\n┃ query ┃ result ┃\nA = A: embedded\n")  # a column renamed
+        check_shape(step, "Verdicts: 1 slower\n┃ query ┃ result ┃\nA: embedded\n")  # a column renamed
     with pytest.raises(AssertionError):
-        check_shape(step, "Verdicts: 1 slower\n┃ query ┃ verdict ┃\nA = B: embedded\n")  # a fixed line changed
+        check_shape(step, "Verdicts: 1 slower\n┃ query ┃ verdict ┃\nB: embedded\n")  # a fixed line changed
     wrapped = Step("x", ["Finding: 144 runs set aside, not", "in the verdicts", "Verdicts: 1 slower"])
     check_shape(wrapped, "Finding: 2 queries unstable\nVerdicts: 1 slower\n")  # a finding is the run's own
 

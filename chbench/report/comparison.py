@@ -177,12 +177,19 @@ def per_query_charts(cmp: Comparison) -> list[Details]:
     return out
 
 
+def side_lines(doc: Any) -> list[Text]:
+    """"A = …" and "B = …", without repeating the side's name where its label already
+    starts with it (a side-by-side run's labels read "A: ClickHouse 24.8.4.1")."""
+    return [Text(label if label.startswith(f"{name}: ") else f"{name} = {label}")
+            for name, label in (("A", doc.a_label), ("B", doc.b_label))]
+
+
 def comparison_section(cmp: Comparison, charts: bool = True, verbose: bool | None = None) -> Section:
     """The comparison: ``charts`` for the HTML report; ``verbose`` (default: with charts)
     gives every query's full reasoning and the machine lines instead of short reasons."""
     doc = cmp.doc
     full = charts if verbose is None else verbose
-    blocks: list[Any] = [Text(f"A = {doc.a_label}"), Text(f"B = {doc.b_label}")]
+    blocks: list[Any] = side_lines(doc)
     tests = test_table(doc)
     if tests is not None:
         blocks.append(tests)

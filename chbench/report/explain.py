@@ -11,6 +11,7 @@ from chbench.compare import Comparison
 from chbench.export.numbers import change
 from chbench.export.sections import Block, Cell, Charts, Column, Details, Heading, Section, Table, Text
 from chbench.report.charts import chart, key
+from chbench.report.comparison import side_lines
 from chbench.stats.explain import MetricChange, ProfileRun, Why, number
 
 TOP = 5
@@ -127,7 +128,7 @@ def stacks_lines(info: dict[str, Any]) -> list[Text]:
 
 def explain_section(cmp: Comparison, whys: dict[str, Why], charts: bool, info: dict[str, Any],
                     top: int = TOP, asked: list[str] | None = None) -> Section:
-    blocks: list[Block] = [Text(f"A = {cmp.doc.a_label}"), Text(f"B = {cmp.doc.b_label}")]
+    blocks: list[Block] = [*side_lines(cmp.doc)]
     for side, what in sorted(info.items()):
         for note in what.get("notes") or []:
             blocks.append(Text(f"Side {side}: {note}", "summary"))
