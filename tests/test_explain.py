@@ -131,6 +131,12 @@ def test_legacy_server_counters_from_its_arrays(legacy, tmp_path):
     # (CPU may be 0 for a 1 ms query: the kernel's ticks; see test_targets)
     assert all(x is not None and x >= 0 for x in d.cpu_ms) and all(x is not None and x > 0 for x in d.memory)
     assert min(d.read_rows) >= 2_000_000
+    from chbench.report.run import missing_line, run_table
+
+    table = run_table(open_results(out))
+    shown = [c.title for c in table.columns]
+    assert "server CPU ms" in shown and "memory bytes" in shown and "rows read" in shown
+    assert all("CPU" not in line.text for line in missing_line(table))
 
 
 def test_embedded_engine_says_in_one_line_why_not(tmp_path):

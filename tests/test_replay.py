@@ -275,8 +275,13 @@ def test_capture_filters(log_server: ModernServer, captured: dict[str, Any], tmp
     run_cli("capture", "--target", log_server.http_url, *window, "--sample", "0.5", "--seed", "3", "--out", str(out))
     everything = len(lines(captured["path"])[1])
     assert {r["query_id"] for r in lines(out)[1]} == half and 0.2 * everything < len(half) < 0.8 * everything
-    r = run_cli("capture", "--target", log_server.http_url, "--since", "2030-01-01T00:00:00", "--out", str(out))
+    r = run_cli("capture", "--target", log_server.http_url, "--since", "2000-01-01T00:00:00", "--until",
+                "2000-01-02T00:00:00", "--out", str(out))
     assert r.code == 0 and lines(out)[0]["count"] == 0 and "no query in the window" in r.stderr
+    # a --since after the server's now is a mistake, not an empty capture
+    r = run_cli("capture", "--target", log_server.http_url, "--since", "2099-01-01T00:00:00", "--out", str(out))
+    assert_one_line_error(r)
+    assert "is not before now on the server's clock" in r.stderr
     assert_one_line_error(run_cli("capture", "--target", log_server.http_url, "--since", "1h", "--until", "2h",
                                   "--out", str(out)))
 
@@ -318,7 +323,11 @@ def test_suite_from_the_log_runs(log_server: ModernServer, captured: dict[str, A
     r = run_cli("capture", "--target", log_server.http_url, *captured["window"], "--suite",
                 "top:2", "--database", "rp_a", "--out", str(suite))
     assert r.code == 0, r.stderr
-    assert suite.read_text().count("-- name: q0") == 2
+    assert suite.read_text().count("-- name: q0") == 2 and "literals redacted" not in suite.read_text()
+    redacted = tmp_path / "redacted.sql"
+    r = run_cli("capture", "--target", log_server.http_url, *captured["window"], "--suite", "top:2",
+                "--redact-literals", "--out", str(redacted))
+    assert r.code == 0 and "literals redacted" in r.stderr and "-- literals redacted" in redacted.read_text()
     out = tmp_path / "run.json"
     r = run_cli("run", "--target", log_server.http_url, "--database", "rp_a", "--queries", str(suite),
                 "--iterations", "3", "--warmup", "0", "--no-calibration", "--quiet", "--out", str(out))

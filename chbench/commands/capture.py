@@ -91,7 +91,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from chbench.commands.connection import credentials, named_targets
     from chbench.replay.capture import CaptureOptions, capture
-    from chbench.replay.suite import suite_text, summary_lines
+    from chbench.replay.suite import REDACTED, suite_text, summary_lines
     from chbench.results.store import write_text_atomic
     from chbench.targets import make_target
 
@@ -133,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"chbench: note: no query in the window {got.header.window.get('since')} … "
                          f"{got.header.window.get('until')} passed the filters\n")
     if opts.suite:
-        text = suite_text(got.by_hash, opts.suite, info.get("file") or info.get("target", ""))
+        text = suite_text(got.by_hash, opts.suite, info.get("file") or info.get("target", ""), opts.redact_literals)
+        if opts.redact_literals:
+            sys.stderr.write(f"chbench: note: {REDACTED}\n")
         write_text_atomic(args.out, text)
         sys.stderr.write(f"chbench: suite of {text.count(chr(10) + '-- name: ')} queries written to {args.out}\n")
     else:

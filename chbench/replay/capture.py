@@ -206,7 +206,11 @@ def capture(opts: CaptureOptions, target: Target | None, source_info: dict[str, 
     now_us = opts.now_us or int(time.time() * 1_000_000)
     since = when(opts.since, now_us, "--since")
     until = when(opts.until, now_us, "--until")
-    if since is not None and until is not None and until <= since:
+    end = until if until is not None or opts.from_file else now_us  # a server's log ends now
+    if since is not None and end is not None and end <= since:
+        if until is None:
+            raise UsageError(f"empty window: --since ({iso_us(since)}) is not before now on the server's clock "
+                             f"({iso_us(end)})")
         raise UsageError(f"empty window: --until ({iso_us(until)}) is not after --since ({iso_us(since)})")
     types = ("QueryFinish", "ExceptionWhileProcessing", "ExceptionBeforeStart") if opts.include_failed \
         else ("QueryFinish",)

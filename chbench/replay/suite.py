@@ -37,13 +37,19 @@ def summary_lines(by_hash: dict[str, list[Any]], n: int = TOP) -> list[str]:
     return lines
 
 
-def suite_text(by_hash: dict[str, list[Any]], n: int, source: str) -> str:
+REDACTED = ("literals redacted (--redact-literals): each query runs with '?' and 0 in place of its values, "
+            "so it reads other data than your users' queries did; time it only as a stand-in")
+
+
+def suite_text(by_hash: dict[str, list[Any]], n: int, source: str, redacted: bool = False) -> str:
     """The suite: one representative per normalized query (its first successful run)."""
     best = top({h: e for h, e in by_hash.items() if e[2] is not None}, n)  # those that ever succeeded
     total_ms = sum(e[1] for e in by_hash.values()) or 1
     databases = sorted({e[3] for _, e in best if e[3]})
     lines = [f"-- chbench suite: the {len(best)} normalized queries that cost the most total time in {source}",
              f"-- they cover {sum(e[1] for _, e in best) / total_ms * 100:.1f}% of the captured query time"]
+    if redacted:
+        lines.append(f"-- {REDACTED}")
     if len(databases) == 1:
         lines.append(f"-- captured in database {databases[0]}: run with --database {databases[0]}")
     for i, (h, (runs, ms, sql, database, settings, _errors)) in enumerate(best, start=1):

@@ -71,7 +71,12 @@ def median(values: list[Any]) -> float | None:
     return float(statistics.median(v)) if v else None
 
 
+OPTIONAL = ("server ms", "server CPU ms", "memory bytes", "rows read")  # not every target reports them
+
+
 def run_table(doc: RunDocument) -> Table:
+    """Per query and side; a measure no side reported has no column (the embedded engine's
+    CPU and memory were two columns of '-'): ``missing_line`` says which."""
     t = Table(COLUMNS)
     for q in doc.queries:
         for sid in q.side_ids():
@@ -84,13 +89,26 @@ def run_table(doc: RunDocument) -> Table:
                 errors = Cell(0, text="skipped" if q.skipped(sid) else "set-up failed")  # why: the test's line
             t.add(q.name, sid, len(d.client_ms), errors, median(d.client_ms), (lo, hi), median(d.server_ms),
                   median(d.cpu_ms), median(d.memory), median(d.read_rows))
+    empty = [i for i, c in enumerate(t.columns) if c.title in OPTIONAL and all(r[i].value is None for r in t.rows)]
+    if t.rows and empty:
+        t.columns = [c for i, c in enumerate(t.columns) if i not in empty]
+        t.rows = [[cell for i, cell in enumerate(r) if i not in empty] for r in t.rows]
     return t
+
+
+def missing_line(table: Table) -> list[Text]:
+    """The measures no side reported, once under the table."""
+    shown = {c.title for c in table.columns}
+    gone = [c for c in OPTIONAL if c not in shown]
+    return [Text(f"not reported by any side: {', '.join(gone)}")] \
+        if gone and table.rows else []
 
 
 def run_section(path: str, doc: RunDocument, charts: bool = True) -> Section:
     targets = "; ".join(f"{k} = {v}" for k, v in doc.side_labels().items())
+    table = run_table(doc)
     blocks: list[Any] = [Text(f"{path} — status {doc.status}; targets: {targets}"), *test_lines(doc),
-                         run_table(doc), *error_lines(doc), *set_aside_lines(doc), *time_pool_lines(doc)]
+                         table, *missing_line(table), *error_lines(doc), *set_aside_lines(doc), *time_pool_lines(doc)]
     if charts:
         for q in doc.queries:
             sides = {sid: side_samples(q, sid) for sid in q.side_ids()}
