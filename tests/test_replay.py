@@ -739,3 +739,24 @@ def test_the_observers_see_each_targets_counts_as_it_plays(log_server: ModernSer
     assert f"A: {n} sent of {n} due, {n} answered, 0 in flight" in shown.live.text and "1 errors" in shown.live.text
     shown.status({"targets": [{"id": "B", "waiting": True}]})
     assert shown.live.text.endswith("B: waiting")
+
+
+def test_off_a_terminal_replay_prints_a_line_every_few_seconds(capsys: pytest.CaptureFixture[str]) -> None:
+    """In CI or a pipe there is no live view: the same line every EVERY_S seconds, none at
+    the end (the summary follows) and none when --quiet."""
+    from chbench.ui import replay as ui
+
+    st = {"targets": [{"id": "A", "started": 5, "due": 9, "sent": 4, "in_flight": 1, "lanes": 2,
+                       "lateness_p99_ms": 1.25, "errors": 0}]}
+    shown, quiet = ui.ReplayProgress(quiet=False), ui.ReplayProgress(quiet=True)
+    assert shown.live is None  # pytest's stderr is not a terminal
+    shown.status(st)
+    assert capsys.readouterr().err == ""  # not yet: EVERY_S since the start
+    for p in (shown, quiet):
+        p.last -= ui.EVERY_S
+        p.status(st)
+    assert capsys.readouterr().err == ("chbench replay: A: 5 sent of 9 due, 4 answered, 1 in flight, 2 connections, "
+                                       "lateness p99 1.2 ms, 0 errors\n")
+    shown.last -= ui.EVERY_S
+    shown.status(st, final=True)
+    assert capsys.readouterr().err == ""
