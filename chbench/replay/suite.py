@@ -46,7 +46,8 @@ def suite_text(by_hash: dict[str, list[Any]], n: int, source: str, redacted: boo
     best = top({h: e for h, e in by_hash.items() if e[2] is not None}, n)  # those that ever succeeded
     total_ms = sum(e[1] for e in by_hash.values()) or 1
     databases = sorted({e[3] for _, e in best if e[3]})
-    lines = [f"-- chbench suite: the {len(best)} normalized queries that cost the most total time in {source}",
+    what = "normalized query that cost" if len(best) == 1 else f"{len(best)} normalized queries that cost"
+    lines = [f"-- chbench suite: the {what} the most total time in {source}",
              f"-- they cover {sum(e[1] for _, e in best) / total_ms * 100:.1f}% of the captured query time"]
     if redacted:
         lines.append(f"-- {REDACTED}")

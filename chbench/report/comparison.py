@@ -177,7 +177,7 @@ def per_query_charts(cmp: Comparison) -> list[Details]:
     return out
 
 
-def side_lines(doc: Any) -> list[Text]:
+def side_lines(doc: ComparisonDoc) -> list[Text]:
     """"A = …" and "B = …", without repeating the side's name where its label already
     starts with it (a side-by-side run's labels read "A: ClickHouse 24.8.4.1")."""
     return [Text(label if label.startswith(f"{name}: ") else f"{name} = {label}")
