@@ -29,6 +29,8 @@ VERSIONS_FILE = ".chbench-versions.json"
 
 
 class VersionSource(Protocol):
+    skipped: list[str]  # versions in the last range asked for that the source left out
+
     def between(self, old: str, new: str) -> list[str]:
         """Every version from old to new (full strings, oldest first), both included."""
         ...
@@ -50,6 +52,9 @@ class CatalogSource:
     installed already — no download, e.g. offline)."""
 
     installed: bool = False
+    # with ``installed``: the catalog's versions in the range left out (not installed) —
+    # a step found between two installed versions may lie at any of them
+    skipped: list[str] = field(default_factory=list)
 
     def between(self, old: str, new: str) -> list[str]:
         catalog = load_catalog()
@@ -65,7 +70,8 @@ class CatalogSource:
             from chbench.engines.store import EngineStore
 
             have = set(EngineStore().installed())
-            out = [v for v in out if v in have or v in (a.clickhouse, b.clickhouse)]
+            self.skipped = [v for v in out if v not in have and v not in (a.clickhouse, b.clickhouse)]
+            out = [v for v in out if v not in self.skipped]
         return out if vkey(a.clickhouse) < vkey(b.clickhouse) else list(reversed(out))
 
     def pick(self, spec: str) -> str:
@@ -76,7 +82,8 @@ class CatalogSource:
 
     def describe(self) -> str:
         if self.installed:
-            return "the chDB engine catalog, installed versions only"
+            left = f"; not installed, left out: {', '.join(self.skipped)}" if self.skipped else ""
+            return f"the chDB engine catalog, installed versions only{left}"
         return "the chDB engine catalog; missing versions are installed when first used"
 
     def close(self) -> None:
@@ -90,6 +97,7 @@ class BinariesSource:
     directory: Path
     found: dict[str, Path] = field(default_factory=dict)  # version -> binary
     servers: list[Any] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # never any: every binary found is used
 
     def scan(self) -> dict[str, Path]:
         if not self.directory.is_dir():

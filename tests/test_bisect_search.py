@@ -87,3 +87,20 @@ def test_a_query_that_starts_failing_is_an_answer_change():
     s = bisect(6, AnswerJudge(answer))
     assert [(c.last_same, c.first_changed) for c in s.changes] == [(2, 3)]
     assert "error" in s.changes[0].step.detail["summary"]
+
+
+def test_a_step_over_versions_not_installed_names_them():
+    """``--installed`` leaves versions out of the range: a step found between two
+    installed versions is named as spanning them, in the change and its headline."""
+    from chbench.bisect.driver import summarize
+    from chbench.report.bisect import headline
+
+    versions = ["24.8.4.1", "25.5.2.1", "26.1.2.1", "26.9.2.1"]
+    s = bisect(4, chain([1.0, 1.0, 1.0, 1.2]))
+    out = summarize(s, versions, ["25.8.2.1", "26.3.9.1", "26.7.2.1"])
+    (change,) = out["changes"]
+    assert (change["last_same"], change["first_changed"]) == ("26.1.2.1", "26.9.2.1")
+    assert change["not_installed_between"] == ["26.3.9.1", "26.7.2.1"]  # not 25.8: it is outside the step
+    assert "one of 26.3.9.1, 26.7.2.1, 26.9.2.1" in " ".join(out["notes"])
+    assert "(spans 26.3.9.1, 26.7.2.1, not installed)" in headline({**out, "found": True})
+    assert "not_installed_between" not in summarize(s, versions)["changes"][0]

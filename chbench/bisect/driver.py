@@ -5,13 +5,14 @@ engine catalog, or ``--engines-from DIR``), the judge (answers or speed), the se
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from chbench.bisect.judge import AnswerJudge, SpeedJudge
 from chbench.bisect.measure import Measurer
 from chbench.bisect.search import BisectSearch, BisectStep, Decision, Judge, bisect
+from chbench.engines.catalog import vkey
 from chbench.engines.process import EngineLost
 from chbench.errors import ServerLost
 from chbench.outcome import Outcome
@@ -32,6 +33,7 @@ class BisectOptions:
     timeout: float | None = None
     settings: dict[str, str] = field(default_factory=dict)
     precision: float | None = None  # keep measuring a decided comparison to ±this
+    skipped: list[str] = field(default_factory=list)  # versions in the range not measured (--installed)
 
 
 @dataclass
@@ -78,7 +80,7 @@ def run_bisect(versions: list[str], make_target: Callable[[str], Target], worklo
                                                    "setup": list(workload.setup)})
     doc.bisect = {"kind": opts.kind, "old": versions[0], "new": versions[-1], "threshold": opts.threshold,
                   "found": None, "first_changed": None, "last_same": None, "steps": [], "changes": [],
-                  "comparisons": 0, "notes": []}
+                  "comparisons": 0, "notes": [], "not_installed": list(opts.skipped)}
     writer = ResultsWriter(out, doc)
     measurer = Measurer(versions, make_target, workload, dict(opts.settings), opts.warmup, opts.timeout)
     measurer.on_run = lambda: _keep(doc, measurer, None, writer)
@@ -112,14 +114,24 @@ def run_bisect(versions: list[str], make_target: Callable[[str], Target], worklo
 def _keep(doc: BisectDocument, measurer: Measurer, search: BisectSearch | None, writer: ResultsWriter) -> None:
     doc.runs = measurer.runs
     if search is not None:
-        doc.bisect.update(summarize(search, doc.versions))
+        doc.bisect.update(summarize(search, doc.versions, doc.bisect["not_installed"]))
     writer.checkpoint(force=True)
 
 
-def summarize(s: BisectSearch, versions: list[str]) -> dict[str, Any]:
-    """The ``bisect`` object's findings (the contract's keys)."""
+def summarize(s: BisectSearch, versions: list[str], skipped: Sequence[str] = ()) -> dict[str, Any]:
+    """The ``bisect`` object's findings (the contract's keys). ``skipped``: versions of the
+    range left out (``--installed``), named where a found step spans them."""
     first = s.changes[0] if s.changes else None
     notes: list[str] = []
+    changes = [c.to_json(versions) for c in s.changes]
+    for c, js in zip(s.changes, changes, strict=True):
+        lo, hi = sorted((vkey(versions[c.last_same]), vkey(versions[c.first_changed])))
+        inside = [v for v in skipped if lo < vkey(v) < hi]
+        if inside:
+            js["not_installed_between"] = inside
+            notes.append(f"{versions[c.last_same]} → {versions[c.first_changed]} spans {', '.join(inside)}, not "
+                         f"installed: the change came with one of {', '.join([*inside, versions[c.first_changed]])}; "
+                         "without --installed the search narrows it")
     for c in s.changes:
         if not c.confirmed:
             notes.append(f"no single step at {versions[c.last_same]} → {versions[c.first_changed]}: the two adjacent "
@@ -136,6 +148,6 @@ def summarize(s: BisectSearch, versions: list[str]) -> dict[str, Any]:
     largest = max(sized, key=lambda c: abs(math.log(c.step.detail["ratio"])), default=None)
     return {"found": s.found, "first_changed": versions[first.first_changed] if first else None,
             "last_same": versions[first.last_same] if first else None,
-            "steps": [st.to_json(versions) for st in s.steps], "changes": [c.to_json(versions) for c in s.changes],
+            "steps": [st.to_json(versions) for st in s.steps], "changes": changes,
             "largest": largest.to_json(versions) if largest is not None and len(s.changes) > 1 else None,
             "comparisons": len(s.steps), "versions_tried": [versions[i] for i in tried], "notes": notes}

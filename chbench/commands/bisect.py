@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     say(args.quiet)(f"bisecting {len(versions)} versions, {versions[0]} … {versions[-1]} ({source.describe()})")
     opts = BisectOptions(kind=args.kind or "auto", threshold=args.threshold, first_rounds=args.iterations,
                          max_rounds=max(args.max_rounds, args.iterations), warmup=args.warmup, timeout=args.timeout,
-                         settings=dict(args.setting), precision=args.precision)
+                         settings=dict(args.setting), precision=args.precision, skipped=source.skipped)
     try:
         outcome = run_bisect(versions, source.target, workload, opts, out, say(args.quiet))
     finally:

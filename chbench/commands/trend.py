@@ -82,6 +82,7 @@ def _versions(args: argparse.Namespace) -> tuple[list[str], list[Target], bool, 
     """(what each side is called, its target, whether the versions come from the catalog,
     the source to close after: servers of --engines-from)."""
     from chbench.targets import Credentials, make_target
+    from chbench.ui import say
     from chbench.versions import BinariesSource, version_source
 
     given = [x is not None for x in (args.range, args.versions, args.targets)]
@@ -102,6 +103,8 @@ def _versions(args: argparse.Namespace) -> tuple[list[str], list[Target], bool, 
         versions = [source.pick(v.strip()) for v in args.versions.split(",") if v.strip()]
         if len(versions) < 2 or len(set(versions)) < len(versions):
             raise UsageError("--versions needs at least two different versions")
+    if source.skipped:
+        say(args.quiet)(f"versions {', '.join(versions)} ({source.describe()})")
     binaries = isinstance(source, BinariesSource)
     targets = [source.target(v) for v in versions] if binaries else []
     return versions, targets, not binaries, source

@@ -43,7 +43,9 @@ def headline(b: dict[str, Any]) -> str:
         size = c.get("summary") or ""
         confirmed = "" if c.get("confirmed") else " (not confirmed between the adjacent versions)"
         small = " (under the threshold)" if c.get("beyond_threshold") is False else ""
-        parts.append(f"{c['last_same']} → {c['first_changed']}: {size}{small}{confirmed}")
+        gap = c.get("not_installed_between") or []
+        gap_s = f" (spans {', '.join(gap)}, not installed)" if gap else ""
+        parts.append(f"{c['last_same']} → {c['first_changed']}: {size}{small}{confirmed}{gap_s}")
     head = "first change: " if len(changes) == 1 else f"{len(changes)} changes in the range: "
     big = b.get("largest")
     tail = f" — the largest: {big['last_same']} → {big['first_changed']}" if big else ""

@@ -53,8 +53,11 @@ def describe_cost(c: dict[str, Any]) -> str:
     if c["install"]:
         parts.append(f"installs {len(c['install'])} engine(s) ({', '.join(c['install'])}, "
                      f"{c['install_bytes'] / 1e9:.1f} GB) into {c['where']}")
-    parts.append(f"measures for at most ~{c['time_bound_s'] / 60:.0f} min ({c['queries']} queries × "
-                 f"{c['time_bound_s'] / max(1, c['queries']):.0f} s each over every version, plus the checks)")
+    t = c["time_bound_s"]
+    bound = f"~{t / 60:.0f} min" if t >= 90 else f"~{t:.0f} s"
+    n = c["queries"]
+    parts.append(f"measures for at most {bound} ({n} quer{'y' if n == 1 else 'ies'} × "
+                 f"{t / max(1, n):.0f} s each over every version, plus the checks)")
     return "chbench trend " + " and ".join(parts)
 
 
