@@ -130,7 +130,7 @@ def summarize(s: BisectSearch, versions: list[str], skipped: Sequence[str] = ())
         if inside:
             js["not_installed_between"] = inside
             notes.append(f"{versions[c.last_same]} → {versions[c.first_changed]} spans {', '.join(inside)}, not "
-                         f"installed: the change came with one of {', '.join([*inside, versions[c.first_changed]])}; "
+                         f"installed: the change came with one of them or with {versions[c.first_changed]}; "
                          "without --installed the search narrows it")
     for c in s.changes:
         if not c.confirmed:

@@ -27,7 +27,8 @@ def bisect_section(doc: BisectDocument, path: str | None = None) -> Section:
                   st.get("rounds"))
     blocks.append(steps)
     if path:
-        blocks.append(Text(f"results: {path} ({len(doc.runs)} runs, every sample kept)"))
+        blocks.append(Text(f"results: {path} ({len(doc.runs)} run{'' if len(doc.runs) == 1 else 's'}, every sample "
+                           "kept)"))
     return Section(title, "bisect", blocks)
 
 
