@@ -40,8 +40,8 @@ OUT = REPO / "bench" / "out"
 
 
 def simulate(docs: int, noise: float, change: float, rule: str, seed: int) -> dict[str, Any]:
+    from bench.sim_verdicts import NoiseModel, adaptive_side_by_side
     from chbench.stats.compare import Options, compare_queries
-    from chbench.stats.simulate import NoiseModel, adaptive_side_by_side
 
     m = NoiseModel()
     m = replace(m, jitter=tuple(j * noise for j in m.jitter), drift_sd=m.drift_sd * noise)

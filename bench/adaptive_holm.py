@@ -4,7 +4,7 @@ rule stop before Holm's correction can pass? (docs/statistics.md, "Adaptive stop
     python bench/adaptive_holm.py              # ~10 s
     python bench/adaptive_holm.py --seeds 100 --change 1.1
 
-The noise simulator's side-by-side runs (stats/simulate.py) with every noise term small
+The noise simulator's side-by-side runs (bench/sim_verdicts.py) with every noise term small
 (per-query jitter 0.4%, drift 0.5%, no outliers) and all 10 queries × ``--change``, each
 stopped by the runner's own rule, then judged as ``chbench compare`` judges them. Two
 rules: ``6 rounds`` (the rule before 2026-12-06: a change was decided at the first
@@ -15,13 +15,17 @@ enough rounds for the signed-rank test to pass Holm's first step over the run's 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 
-import chbench.stats.stopping as stopping
-from chbench.stats.compare import Options, compare_queries
-from chbench.stats.paired import rounds_to_show_a_change as holm
-from chbench.stats.simulate import NoiseModel, adaptive_side_by_side
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import chbench.stats.stopping as stopping  # noqa: E402
+from bench.sim_verdicts import NoiseModel, adaptive_side_by_side  # noqa: E402
+from chbench.stats.compare import Options, compare_queries  # noqa: E402
+from chbench.stats.paired import rounds_to_show_a_change as holm  # noqa: E402
 
 RULE = "rounds_to_show_a_change"
 

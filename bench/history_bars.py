@@ -68,8 +68,8 @@ def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 3600) ->
 # -- fit ---------------------------------------------------------------------------------
 
 def model() -> Any:
+    from bench.sim_history import fit
     from chbench.history.record import runs_from_file
-    from chbench.history.simulate import fit
 
     files = sorted(BUILTIN.glob("run*.json"))
     if len(files) < 12:
@@ -198,7 +198,7 @@ def _score(per_check: list[list[tuple[int, int]]], truth: Any, first: int = 8) -
 
 def _one_seed(args: tuple[Any, int]) -> dict[str, Any]:
     m, seed = args
-    from chbench.history.simulate import history
+    from bench.sim_history import history
 
     runs, truth = history(m, seed)
     out = {"seed": seed, "truth": {"steps": truth.steps, "spikes": truth.spikes}}
@@ -333,7 +333,7 @@ def part_store(res: dict[str, Any]) -> None:
 # -- speed -------------------------------------------------------------------------------
 
 def part_speed(res: dict[str, Any]) -> None:
-    from chbench.history.simulate import SeriesModel, history
+    from bench.sim_history import SeriesModel, history
     from chbench.history.store import open_store
 
     m = SeriesModel(base_ms=tuple(50.0 + 10 * i for i in range(50)), own_sd=(0.02,) * 50, jitter=(0.05,) * 50)

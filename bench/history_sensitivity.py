@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench import history_bars as hb  # noqa: E402
-from chbench.history.simulate import SeriesModel, history  # noqa: E402
+from bench.sim_history import SeriesModel, history  # noqa: E402
 
 # near the fit of 2026-12-02 (docs/measured.md): own noise 1.9–9% per query, factor sd 7.9%, lag-1 0.76
 MODEL = SeriesModel(own_sd=(0.019, 0.03, 0.025, 0.05, 0.02, 0.09, 0.03, 0.04, 0.022, 0.06), jitter=(0.05,) * 10,

@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 def _one(args: tuple[str, float, int]) -> dict[str, Any]:
     case, limit, docs = args
     import chbench.stats.compare as cmp
-    from chbench.stats.simulate import NoiseModel, false_alarms
+    from bench.sim_verdicts import NoiseModel, false_alarms
 
     cmp.SCATTER_LIMIT = limit
     used: list[str] = []
@@ -42,7 +42,7 @@ def _one(args: tuple[str, float, int]) -> dict[str, Any]:
     cmp._scatter_check = counted
     # as if the files' configurations differed (a setting that changes nothing): the
     # limit can only apply then
-    import chbench.stats.simulate as sim
+    import bench.sim_verdicts as sim
 
     plain = sim._options
     sim._options = lambda mode: replace(plain(mode), configuration_changed="simulated")

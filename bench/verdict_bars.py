@@ -21,7 +21,7 @@ Parts:
              (run's default when not given): definite verdicts and flags of each.
   semireal   power on real noise: the separate pairs' B files with three queries' times x1.10 and
              x1.15, compared with the measured between-run spread and with the 0.8 guess.
-  simulate   the noise simulator (chbench/stats/simulate.py): false alarms per query over
+  simulate   the noise simulator (bench/sim_verdicts.py): false alarms per query over
              >= 10,000 A/A comparisons side by side and separate, and the power at +10%.
 
 The machine is shared and noisy: every number comes with the spread seen. Writes
@@ -231,7 +231,7 @@ def probes(res: dict, rounds: int) -> None:
 
 
 def simulate(res: dict, docs: int) -> None:
-    from chbench.stats.simulate import NoiseModel, false_alarms, power
+    from bench.sim_verdicts import NoiseModel, false_alarms, power
 
     model = NoiseModel()
     t = time.monotonic()
@@ -284,7 +284,7 @@ def fit_part(res: dict, files: list[str]) -> None:
     """The noise model fitted to each real file (A/A side-by-side files give the order effect)."""
     import numpy as np
 
-    from chbench.stats.simulate import fit
+    from bench.sim_verdicts import fit
 
     out = []
     for f in files:

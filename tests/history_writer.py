@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from chbench.history.simulate import SeriesModel, history
+from bench.sim_history import SeriesModel, history
 from chbench.history.store import open_store
 
 

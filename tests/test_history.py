@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bench.sim_history import SeriesModel, history
 from chbench.history.check import CheckOptions, check
 from chbench.history.detect import detect
 from chbench.history.record import HistoryRun, runs_from_file
-from chbench.history.simulate import SeriesModel, history
 from chbench.history.store import default_location, open_store
 from chbench.results.document import Meta
 from chbench.results.run import QuerySide, RunDocument, RunQuery, RunSample, RunTarget

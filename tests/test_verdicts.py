@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
+from bench.sim_verdicts import NoiseModel, false_alarms, fit, power, separate, side_by_side
 from chbench.compare.document import ComparisonDoc
 from chbench.compare.findings import findings
 from chbench.export import get_exporter
@@ -18,7 +19,6 @@ from chbench.export.sections import Report
 from chbench.stats.compare import Options, SideData, compare_queries
 from chbench.stats.paired import Pairs, analyse, hl_interval, pair_up, signed_rank_lower
 from chbench.stats.rounds import round_factors, take_out
-from chbench.stats.simulate import NoiseModel, false_alarms, fit, power, separate, side_by_side
 from chbench.stats.verdict import QueryComparison
 
 
