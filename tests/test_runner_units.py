@@ -469,6 +469,31 @@ def test_an_undecided_query_stops_at_its_budget_when_no_time_is_left():
                                                     "queries_beyond_budget": {}}]
 
 
+def test_a_query_slower_than_its_budget_says_how_far_past_it_min_runs_take_it():
+    """A side 5 s a run against a 2 s budget: it still runs --min-runs rounds (fewer give
+    no verdict) and says so once, in the output and in the file's notes; a fast query
+    beside it says nothing."""
+    wl = _workload("slow", "fast")
+    target = FakeTarget(lambda call: 5000.0 if "slow" in call.sql else 10.0)
+    lines: list[str] = []
+
+    class Notes(Progress):
+        def note(self, line: str) -> None:
+            lines.append(line)
+
+    outcome = run_plan(_plan((target, wl, {}), (target, wl, {"max_threads": "1"}), iterations=None, min_runs=3,
+                             max_time_per_query=2.0, probes=False), None, Notes())
+    slow = next(q for q in outcome.doc.queries if q.name == "slow")
+    assert len(slow.measured("A")) == 3
+    want = ("slow: a round takes 10 s, so its 3 runs (--min-runs) go ~20 s past its 2 s budget "
+            "(--max-time-per-query); --min-runs or --iterations bounds it")
+    assert lines == [f"chbench: {want}"]
+    assert outcome.doc.meta.extra["notes"] == [want]
+    from chbench.report.run import run_section
+
+    assert any(getattr(b, "text", None) == f"Note: {want}" for b in run_section("r.json", outcome.doc).blocks)
+
+
 def test_clickbench_queries_file_is_recognised_and_named_as_clickbench_numbers_them():
     """ClickBench's queries.sql read as plain lines named its queries by their words
     (``select-searchengineid-clientip-count-as-c-f3bac8`` for Q31)."""

@@ -108,7 +108,8 @@ def run_section(path: str, doc: RunDocument, charts: bool = True) -> Section:
     targets = "; ".join(f"{k} = {v}" for k, v in doc.side_labels().items())
     table = run_table(doc)
     blocks: list[Any] = [Text(f"{path} — status {doc.status}; targets: {targets}"), *test_lines(doc),
-                         table, *missing_line(table), *error_lines(doc), *set_aside_lines(doc), *time_pool_lines(doc)]
+                         table, *missing_line(table), *error_lines(doc), *set_aside_lines(doc), *time_pool_lines(doc),
+                         *(Text(f"Note: {n}") for n in doc.meta.extra.get("notes") or [])]
     if charts:
         for q in doc.queries:
             sides = {sid: side_samples(q, sid) for sid in q.side_ids()}

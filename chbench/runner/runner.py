@@ -88,6 +88,7 @@ class QueryState:
     settings: dict[str, dict[str, str]] = field(default_factory=dict)  # per side, as sent
     spent_s: float = 0.0
     group: str | None = None  # its performance test
+    overrun_said: bool = False  # the line that it runs past its budget for --min-runs
 
     def finished(self) -> bool:
         return all(self.done.get(s, False) for s in self.sides)
@@ -411,6 +412,25 @@ class Runner:
         if finished:
             for sid in live:
                 st.done[sid] = True
+        elif plan.iterations is None and not st.overrun_said:
+            self._overrun(st, min(runs.values()))
+
+    def _overrun(self, st: QueryState, fewest: int) -> None:
+        """Said once, when a query at its time budget still lacks ``--min-runs``: it goes
+        on, since fewer runs give no verdict, for about this long (seen: one side 132 s a
+        run, five rounds ran 11 minutes past a 20 s budget and nothing said why)."""
+        budget = self.plan.max_time_per_query
+        if st.spent_s < budget or fewest < 1 or fewest >= self.plan.min_runs:
+            return
+        more = st.spent_s / fewest * (self.plan.min_runs - fewest)
+        if more < budget:  # a little over, as a query's last round often is
+            return
+        st.overrun_said = True
+        line = (f"{st.name}: a round takes {st.spent_s / fewest:.0f} s, so its {self.plan.min_runs} runs (--min-runs) "
+                f"go ~{more:.0f} s past its {budget:g} s budget (--max-time-per-query); --min-runs or --iterations "
+                "bounds it")
+        self.doc.meta.extra.setdefault("notes", []).append(line)
+        self.observer.note(f"chbench: {line}")
 
     def _look(self, st: QueryState, live: list[str]) -> Look:
         """Side by side, the intervals compare will judge: the typical per-round ratio's
