@@ -114,3 +114,36 @@ def test_an_older_server_without_operator_times_or_a_counter_is_not_a_plan_chang
     why = explain_query(_runs(rng, 12, a_counters, OPS), _runs(rng, 12, b_counters, {}), paired=True, time_ratio=1.7)
     assert why.operators == [] and not any("plan changed" in f or "rows" in f for f in why.facts)
     assert "ran on 1 thread instead of 3" in why.facts
+
+
+def test_a_counter_the_other_version_may_not_have_is_not_compared():
+    """18.16 against 26.9 (seen: SelectedBytes, SelectedRows, NetworkSendBytes … "new in B"
+    ranked first): a counter B logged and A never did is left out across versions when A's
+    server cannot list its counters, and by A's list when it can; on one version, never
+    logged is 0 and it is compared."""
+    rng = np.random.default_rng(6)
+    a_runs = _runs(rng, 12, BASE, OPS)
+    b_runs = _runs(rng, 12, {**BASE, "SelectedBytes": 5e6, "QueryAnalysisMicroseconds": 300.0}, OPS)
+    new = {"QueryAnalysisMicroseconds", "SelectedBytes"}
+
+    across = explain_query(a_runs, b_runs, paired=True, time_ratio=1.0, versions_differ=True)
+    assert across.unknown == {"a": sorted(new)} and not across.unknown_listed
+    assert not new & {m.name for m in across.counters}
+    assert across.to_json()["not_compared"] == {"unknown_to": {"A": sorted(new)}, "listed_by_the_server": False}
+
+    # A's server lists what it has: SelectedBytes it has (so 0 there: compared), the other not
+    listed = explain_query(a_runs, b_runs, paired=True, time_ratio=1.0,
+                           known=(frozenset(BASE) | {"SelectedBytes"}, None), versions_differ=True)
+    assert listed.unknown == {"a": ["QueryAnalysisMicroseconds"]} and listed.unknown_listed
+    assert "SelectedBytes" in {m.name for m in listed.counters}
+
+    same = explain_query(a_runs, b_runs, paired=True, time_ratio=1.0)
+    assert same.unknown == {} and new <= {m.name for m in same.counters}
+
+    from chbench.report.explain import unknown_lines
+
+    assert [t.text for t in unknown_lines(across)] == [
+        "not compared: 2 counters B logged and A's server (another version) never did: 0 there, or a counter it "
+        "does not have (QueryAnalysisMicroseconds, SelectedBytes)"]
+    assert [t.text for t in unknown_lines(listed)] == [
+        "not compared: 1 counter A's server version does not have (QueryAnalysisMicroseconds)"]

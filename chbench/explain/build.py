@@ -25,10 +25,15 @@ def profile_run(s: RunSample) -> ProfileRun:
                       {k: float(v) for k, v in (prof.get("stacks") or {}).items()})
 
 
-def why_of(a: list[ProfileRun], b: list[ProfileRun], paired: bool, ratio: float | None,
-           plan_changed: bool | None) -> Why:
+def why_of(pa: list[ProfileRun], pb: list[ProfileRun], paired: bool, ratio: float | None,
+           plan_changed: bool | None, a: Side, b: Side) -> Why:
+    """One query's explanation, with what each side's server version has."""
     plan = None if plan_changed is None else ("changed" if plan_changed else "same")
-    return explain_query(a, b, paired, ratio, plan)
+    known = [None if s.explain.get("counters_known") is None else frozenset(s.explain["counters_known"])
+             for s in (a, b)]
+    versions = [s.configuration.get("server_version") for s in (a, b)]
+    return explain_query(pa, pb, paired, ratio, plan, (known[0], known[1]),
+                         None not in versions and versions[0] != versions[1])
 
 
 def explain_rows(doc: ComparisonDoc, a: Side, b: Side, rename: dict[str, str], paired: bool,
@@ -46,7 +51,7 @@ def explain_rows(doc: ComparisonDoc, a: Side, b: Side, rename: dict[str, str], p
             if row.verdict in FLAGGED:  # every changed row carries why: here, why it is empty
                 row.why = Why(note=_missing(a, b)).to_json()
             continue
-        why = why_of(pa, pb, paired, row.ratio, row.plan_changed)
+        why = why_of(pa, pb, paired, row.ratio, row.plan_changed, a, b)
         out[row.name] = why
         if row.verdict in FLAGGED:
             row.why = why.to_json()

@@ -41,12 +41,16 @@ class Collected:
     stacks: bool = False  # sampled stacks of at least one run (trace_log)
     notes: list[str] = field(default_factory=list)
     stacks_note: str | None = None  # why there are no sampled stacks
+    # every counter name this server's version has, where it can say (None: 18.16)
+    known: list[str] | None = None
 
     def describe(self) -> dict[str, Any]:
-        out = {"counters": self.counters, "operators": self.operators, "stacks": self.stacks,
-               "runs": len(self.profiles), "notes": self.notes}
+        out: dict[str, Any] = {"counters": self.counters, "operators": self.operators, "stacks": self.stacks,
+                               "runs": len(self.profiles), "notes": self.notes}
         if self.stacks_note:
             out["stacks_note"] = self.stacks_note
+        if self.known is not None:
+            out["counters_known"] = self.known
         return out
 
 
@@ -99,6 +103,7 @@ def collect(target: Target, query_ids: list[str], settle_s: float = 3.0, trace_l
     if not ops:
         out.notes.append("no operator times: this server keeps no system.processors_profile_log (counters only)")
     out.counters, out.operators = True, ops
+    out.known = _known(target, cols)
     missing = list(dict.fromkeys(query_ids))
     deadline = time.monotonic() + settle_s
     while missing:
@@ -116,6 +121,18 @@ def collect(target: Target, query_ids: list[str], settle_s: float = 3.0, trace_l
         out.notes.append(f"{len(missing)} of {len(set(query_ids))} runs not in system.query_log")
     _stacks(target, [q for q in dict.fromkeys(query_ids) if q in out.profiles], trace_log, profiled, out, where)
     return out
+
+
+def _known(target: Target, cols: set[str]) -> list[str] | None:
+    """The counters this version has: a run's ProfileEvents leave out the ones at 0, so
+    one it never logged is 0 or unknown to it — across versions the difference matters
+    (18.16 against 26.9: SelectedRows, NetworkSendBytes … ranked as "new in B"). 18.16
+    cannot list them (no system_events_show_zero_values): None."""
+    try:
+        rows = target.query_rows("SELECT name FROM system.events SETTINGS system_events_show_zero_values = 1")
+    except QueryError:
+        return None
+    return sorted({r[0] for r in rows} | {c for c in QUERY_LOG_COLUMNS if c in cols} | {"threads"})
 
 
 def _flush(target: Target, out: Collected) -> None:

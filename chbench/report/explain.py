@@ -48,6 +48,19 @@ def why_lines(cmp: Comparison) -> list[Text]:
     return lines
 
 
+def unknown_lines(why: Why) -> list[Text]:
+    """The counters left uncompared because one side's version may not have them."""
+    out = []
+    for side, names in sorted(why.unknown.items()):
+        other = "B" if side == "a" else "A"
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        what = (f"{side.upper()}'s server version does not have" if why.unknown_listed else
+                f"{other} logged and {side.upper()}'s server (another version) never did: 0 there, or a counter it "
+                "does not have")
+        out.append(Text(f"not compared: {len(names)} counter{'s' if len(names) > 1 else ''} {what} ({shown})"))
+    return out
+
+
 def _table(ranked: list[MetricChange], top: int) -> Table:
     t = Table(COLUMNS, filterable=False)
     for i, m in enumerate(ranked[:top], 1):
@@ -72,6 +85,7 @@ def explain_blocks(cmp: Comparison, whys: dict[str, Why], charts: bool, top: int
             inner.append(_table(why.top, top))
         elif not why.note:
             inner.append(Text(f"no counter or operator changed ({why.tested} tested)"))
+        inner += unknown_lines(why)
         if charts:
             ops = _operator_rows(cmp, name)
             if ops:

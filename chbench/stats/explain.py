@@ -102,6 +102,9 @@ class Why:
     facts: list[str] = field(default_factory=list)
     tested: int = 0
     note: str | None = None  # why there is nothing to say (no profiles, too few runs)
+    # counters one side's server never logged and may not have: "a"/"b" -> names
+    unknown: dict[str, list[str]] = field(default_factory=dict)
+    unknown_listed: bool = False  # the servers listed what they have (not a guess)
 
     @property
     def top(self) -> list[MetricChange]:
@@ -125,6 +128,9 @@ class Why:
                                "changed": len(self.counters) + len(self.operators)}
         if self.note:
             out["note"] = self.note
+        if self.unknown:
+            out["not_compared"] = {"unknown_to": {k.upper(): v for k, v in self.unknown.items()},
+                                   "listed_by_the_server": self.unknown_listed}
         return out
 
 
@@ -191,15 +197,36 @@ def _compare(kind: str, name: str, a: list[ProfileRun], b: list[ProfileRun], get
     return MetricChange(kind, name, ma, mb, ratio, (math.exp(lo), math.exp(hi)), p if math.isfinite(p) else 1.0)
 
 
+def unknown_counters(a: list[ProfileRun], b: list[ProfileRun], known_a: frozenset[str] | None,
+                     known_b: frozenset[str] | None, versions_differ: bool) -> dict[str, list[str]]:
+    """Counters one side logged and the other never did, where the other's server does
+    not have them: by its own list, or — a server that cannot list them (18.16) — on
+    another version, where "never logged" cannot tell 0 from unknown. Left uncompared: a
+    counter 26.9 added is not a cause of 26.9 against 18.16."""
+    out: dict[str, list[str]] = {}
+    for side, mine, other, known in (("a", a, b, known_a), ("b", b, a, known_b)):
+        if known is None and not versions_differ:
+            continue
+        logged = {n for r in mine for n in r.counters}
+        names = sorted({n for r in other for n in r.counters} - logged - (known or frozenset()))
+        if names:
+            out[side] = names
+    return out
+
+
 def explain_query(a: list[ProfileRun], b: list[ProfileRun], paired: bool, time_ratio: float | None = None,
-                  plan: str | None = None) -> Why:
+                  plan: str | None = None, known: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None),
+                  versions_differ: bool = False) -> Why:
     """What changed between A's and B's runs of one query, ranked. ``time_ratio``: the
     query's own B/A time ratio (for the facts); ``plan``: "same" or "changed" where the
-    plans were compared (chbench upgrade)."""
+    plans were compared (chbench upgrade); ``known``: the counters each side's server
+    has, where it listed them; ``versions_differ``: the sides ran different versions."""
     if len(a) < MIN_RUNS or len(b) < MIN_RUNS:
         return Why(note=f"too few runs with a server profile ({len(a)} and {len(b)})")
     tested: list[MetricChange] = []
-    counters = sorted({n for r in a + b for n in r.counters})
+    unknown = unknown_counters(a, b, *known, versions_differ)
+    skip = {n for names in unknown.values() for n in names}
+    counters = sorted({n for r in a + b for n in r.counters} - skip)
     for i, name in enumerate(counters):
         m = _compare("counter", name, a, b, lambda r, n=name: r.counters.get(n, 0.0), paired, SEED + 100 + i)
         if m is not None:
@@ -220,8 +247,9 @@ def explain_query(a: list[ProfileRun], b: list[ProfileRun], paired: bool, time_r
         elif in_b < 0.5 <= in_a:
             m.only = "a"
         tested.append(m)
+    listed = all(known[0 if side == "a" else 1] is not None for side in unknown)
     if not tested:
-        return Why(note="the server recorded no counters for these runs")
+        return Why(note="the server recorded no counters for these runs", unknown=unknown, unknown_listed=listed)
     for m, p_adj in zip(tested, benjamini_hochberg([m.p for m in tested]), strict=True):
         m.p_adj = p_adj
         m.changed = (p_adj < ALPHA and abs(m.ratio - 1.0) >= MATERIAL) or (m.only is not None and p_adj < ALPHA)
@@ -241,7 +269,8 @@ def explain_query(a: list[ProfileRun], b: list[ProfileRun], paired: bool, time_r
             if m.kind == "operator" or m.name in EFFECTS:
                 m.per_row = m.ratio / rows_ratio
     why = Why(counters=sorted([m for m in tested if m.kind == "counter" and m.changed], key=_rank_key),
-              operators=sorted(changed_ops, key=_rank_key), tested=len(tested))
+              operators=sorted(changed_ops, key=_rank_key), tested=len(tested), unknown=unknown,
+              unknown_listed=listed)
     why.facts = facts(why, {m.name: m for m in tested}, time_ratio, plan)
     if rows_ratio is not None and time_ratio is not None:
         why.facts.append(f"per row read {_pct(time_ratio / rows_ratio)} ({_times(rows_ratio)} the rows)")
