@@ -271,14 +271,23 @@ def explain_query(a: list[ProfileRun], b: list[ProfileRun], paired: bool, time_r
     why = Why(counters=sorted([m for m in tested if m.kind == "counter" and m.changed], key=_rank_key),
               operators=sorted(changed_ops, key=_rank_key), tested=len(tested), unknown=unknown,
               unknown_listed=listed)
-    why.facts = facts(why, {m.name: m for m in tested}, time_ratio, plan)
+    every = {m.name: m for m in tested}
+    accounting = versions_differ and "result_rows" in every and not every["result_rows"].changed
+    if accounting and "result_bytes" in every:
+        # the same rows, in bytes as each version counts them (18.16: 8, 26.9: 136 for one
+        # UInt64): not a cause, and no "the result is 17× the bytes"
+        every["result_bytes"].tier = 3  # ranked with the effects, last
+        why.counters.sort(key=_rank_key)
+    why.facts = facts(why, every, time_ratio, plan, result_bytes=not accounting)
     if rows_ratio is not None and time_ratio is not None:
         why.facts.append(f"per row read {_pct(time_ratio / rows_ratio)} ({_times(rows_ratio)} the rows)")
     return why
 
 
-def facts(why: Why, every: dict[str, MetricChange], time_ratio: float | None, plan: str | None) -> list[str]:
-    """What the numbers say in words, most telling first."""
+def facts(why: Why, every: dict[str, MetricChange], time_ratio: float | None, plan: str | None,
+          result_bytes: bool = True) -> list[str]:
+    """What the numbers say in words, most telling first (``result_bytes``: whether the
+    result's bytes can be compared)."""
     out: list[str] = []
     changed = {m.name: m for m in why.counters}
     ops_only = [m for m in why.operators if m.only]
@@ -312,7 +321,7 @@ def facts(why: Why, every: dict[str, MetricChange], time_ratio: float | None, pl
     if comp:
         out.append("expressions compiled differently (" + ", ".join(m.name for m in comp[:2]) + ")")
     m = changed.get("result_bytes")
-    if m is not None:
+    if m is not None and result_bytes:
         out.append(f"the result is {_times(m.ratio)} the bytes")
     cpu = every.get("OSCPUVirtualTimeMicroseconds") or every.get("UserTimeMicroseconds")
     wall = every.get("RealTimeMicroseconds")
