@@ -204,8 +204,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         sys.stdout.write(ConsoleExporter().render(Report("", [run_section(out, outcome.doc, charts=False)])))
     if outcome.message:
-        sys.stderr.write(f"chbench: {'error' if outcome.exit_code else 'note'}: {outcome.message}"
-                         f" — results so far are in {out}\n")
+        kept = "results are in" if outcome.outcome.finished else "results so far are in"
+        sys.stderr.write(f"chbench: {'error' if outcome.exit_code else 'note'}: {outcome.message} — {kept} {out}\n")
     else:
         sys.stderr.write(f"chbench: results written to {out}\n")
     if args.history is not None:
