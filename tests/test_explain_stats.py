@@ -127,14 +127,14 @@ def test_a_counter_the_other_version_may_not_have_is_not_compared():
     new = {"QueryAnalysisMicroseconds", "SelectedBytes"}
 
     across = explain_query(a_runs, b_runs, paired=True, time_ratio=1.0, versions_differ=True)
-    assert across.unknown == {"a": sorted(new)} and not across.unknown_listed
+    assert across.unknown == {"a": sorted(new)} and across.listed == ()
     assert not new & {m.name for m in across.counters}
-    assert across.to_json()["not_compared"] == {"unknown_to": {"A": sorted(new)}, "listed_by_the_server": False}
+    assert across.to_json()["not_compared"] == {"A": {"counters": sorted(new), "by_its_list": False}}
 
     # A's server lists what it has: SelectedBytes it has (so 0 there: compared), the other not
     listed = explain_query(a_runs, b_runs, paired=True, time_ratio=1.0,
                            known=(frozenset(BASE) | {"SelectedBytes"}, None), versions_differ=True)
-    assert listed.unknown == {"a": ["QueryAnalysisMicroseconds"]} and listed.unknown_listed
+    assert listed.unknown == {"a": ["QueryAnalysisMicroseconds"]} and listed.listed == ("a",)
     assert "SelectedBytes" in {m.name for m in listed.counters}
 
     same = explain_query(a_runs, b_runs, paired=True, time_ratio=1.0)

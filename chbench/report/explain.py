@@ -54,7 +54,7 @@ def unknown_lines(why: Why) -> list[Text]:
     for side, names in sorted(why.unknown.items()):
         other = "B" if side == "a" else "A"
         shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-        what = (f"{side.upper()}'s server version does not have" if why.unknown_listed else
+        what = (f"{side.upper()}'s server version does not have" if side in why.listed else
                 f"{other} logged and {side.upper()}'s server (another version) never did: 0 there, or a counter it "
                 "does not have")
         out.append(Text(f"not compared: {len(names)} counter{'s' if len(names) > 1 else ''} {what} ({shown})"))

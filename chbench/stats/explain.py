@@ -104,7 +104,7 @@ class Why:
     note: str | None = None  # why there is nothing to say (no profiles, too few runs)
     # counters one side's server never logged and may not have: "a"/"b" -> names
     unknown: dict[str, list[str]] = field(default_factory=dict)
-    unknown_listed: bool = False  # the servers listed what they have (not a guess)
+    listed: tuple[str, ...] = ()  # the sides whose server listed its counters (not a guess)
 
     @property
     def top(self) -> list[MetricChange]:
@@ -128,9 +128,9 @@ class Why:
                                "changed": len(self.counters) + len(self.operators)}
         if self.note:
             out["note"] = self.note
-        if self.unknown:
-            out["not_compared"] = {"unknown_to": {k.upper(): v for k, v in self.unknown.items()},
-                                   "listed_by_the_server": self.unknown_listed}
+        if self.unknown:  # per side: counters its version may not have, by its own list or not
+            out["not_compared"] = {k.upper(): {"counters": v, "by_its_list": k in self.listed}
+                                   for k, v in self.unknown.items()}
         return out
 
 
@@ -247,9 +247,9 @@ def explain_query(a: list[ProfileRun], b: list[ProfileRun], paired: bool, time_r
         elif in_b < 0.5 <= in_a:
             m.only = "a"
         tested.append(m)
-    listed = all(known[0 if side == "a" else 1] is not None for side in unknown)
+    listed = tuple(side for side, k in zip("ab", known, strict=True) if k is not None)
     if not tested:
-        return Why(note="the server recorded no counters for these runs", unknown=unknown, unknown_listed=listed)
+        return Why(note="the server recorded no counters for these runs", unknown=unknown, listed=listed)
     for m, p_adj in zip(tested, benjamini_hochberg([m.p for m in tested]), strict=True):
         m.p_adj = p_adj
         m.changed = (p_adj < ALPHA and abs(m.ratio - 1.0) >= MATERIAL) or (m.only is not None and p_adj < ALPHA)
@@ -269,8 +269,7 @@ def explain_query(a: list[ProfileRun], b: list[ProfileRun], paired: bool, time_r
             if m.kind == "operator" or m.name in EFFECTS:
                 m.per_row = m.ratio / rows_ratio
     why = Why(counters=sorted([m for m in tested if m.kind == "counter" and m.changed], key=_rank_key),
-              operators=sorted(changed_ops, key=_rank_key), tested=len(tested), unknown=unknown,
-              unknown_listed=listed)
+              operators=sorted(changed_ops, key=_rank_key), tested=len(tested), unknown=unknown, listed=listed)
     every = {m.name: m for m in tested}
     accounting = versions_differ and "result_rows" in every and not every["result_rows"].changed
     if accounting and "result_bytes" in every:
