@@ -200,4 +200,5 @@ def test_native_protocol_collects_the_same(modern, tmp_path):
     doc = load(out)
     info = doc["meta"]["explain"]["A"]
     assert info["counters"] and info["operators"] and info["runs"] == 3
+    assert "SelectedRows" in info["counters_known"]
     assert all(s["profile"]["counters"]["read_rows"] == 2_000_000 for s in doc["queries"][0]["samples"])
