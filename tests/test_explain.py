@@ -33,6 +33,7 @@ def test_every_run_has_its_server_profile(threads_file):
     assert info["A"]["counters"] and info["A"]["operators"] and info["B"]["operators"]
     # every counter this version has, for comparisons with another version (stats/explain.py)
     assert {"SelectedRows", "RealTimeMicroseconds", "read_rows", "threads"} <= set(info["A"]["counters_known"])
+    assert info["A"]["threads_from"] == "peak_threads_usage"
     samples = [s for q in doc["queries"] for s in q["samples"] if not s["warmup"]]
     assert samples and all(s["profile"]["counters"]["read_rows"] >= 0 for s in samples)
     total = next(s for s in samples if s["target"] == "A")["profile"]
@@ -123,6 +124,7 @@ def test_legacy_server_counters_from_its_arrays(legacy, tmp_path):
     doc = load(out)
     assert doc["meta"]["explain"]["A"]["counters"] and not doc["meta"]["explain"]["A"]["operators"]
     assert "counters_known" not in doc["meta"]["explain"]["A"]  # 18.16 cannot list them
+    assert doc["meta"]["explain"]["A"]["threads_from"] == "length(thread_numbers)"  # every thread, not the peak
     counters = doc["queries"][0]["samples"][0]["profile"]["counters"]
     assert counters["read_rows"] >= 2_000_000 and "threads" in counters  # 18.16: ProfileEvents.Names/Values
     assert any("log_queries=1 sent" in n for n in doc["targets"][0]["notes"])

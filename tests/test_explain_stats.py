@@ -162,3 +162,18 @@ def test_the_results_bytes_across_versions_are_accounting_not_a_cause():
     assert across.top[0].name == "SelectedMarks" and "result_bytes" in {m.name for m in across.counters}
     same = explain_query(a_runs, b_runs, paired=True, time_ratio=2.0)
     assert any(f.startswith("the result is 1") for f in same.facts) and same.top[0].name == "result_bytes"
+
+
+def test_threads_two_versions_count_differently_are_no_fact():
+    """18.16 counts every thread that worked on a query (thread_numbers), 26.9 the peak at
+    once (peak_threads_usage): between them "ran on 1 thread instead of 3" would compare two
+    accountings — the counter stays in the table, ranked with the effects, with no fact."""
+    rng = np.random.default_rng(8)
+    a_runs = _runs(rng, 10, {**BASE, "SelectedMarks": 200.0}, OPS)
+    b_runs = _runs(rng, 10, {**BASE, "threads": 1.0}, OPS)
+    apart = explain_query(a_runs, b_runs, paired=False, time_ratio=1.5, counted_apart=frozenset({"threads"}))
+    assert not any("thread" in f for f in apart.facts)
+    threads = next(m for m in apart.counters if m.name == "threads")
+    assert apart.top[0].name == "SelectedMarks" and threads.tier == 3  # with the effects
+    alike = explain_query(a_runs, b_runs, paired=False, time_ratio=1.5)
+    assert "ran on 1 thread instead of 3" in alike.facts

@@ -32,8 +32,10 @@ def why_of(pa: list[ProfileRun], pb: list[ProfileRun], paired: bool, ratio: floa
     known = [None if s.explain.get("counters_known") is None else frozenset(s.explain["counters_known"])
              for s in (a, b)]
     versions = [s.configuration.get("server_version") for s in (a, b)]
+    threads = {s.explain.get("threads_from") for s in (a, b)}
     return explain_query(pa, pb, paired, ratio, plan, (known[0], known[1]),
-                         None not in versions and versions[0] != versions[1])
+                         None not in versions and versions[0] != versions[1],
+                         frozenset({"threads"}) if len(threads) == 2 and None not in threads else frozenset())
 
 
 def explain_rows(doc: ComparisonDoc, a: Side, b: Side, rename: dict[str, str], paired: bool,

@@ -43,6 +43,7 @@ class Collected:
     stacks_note: str | None = None  # why there are no sampled stacks
     # every counter name this server's version has, where it can say (None: 18.16)
     known: list[str] | None = None
+    threads_from: str | None = None  # the query_log column its "threads" come from
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"counters": self.counters, "operators": self.operators, "stacks": self.stacks,
@@ -51,6 +52,8 @@ class Collected:
             out["stacks_note"] = self.stacks_note
         if self.known is not None:
             out["counters_known"] = self.known
+        if self.threads_from is not None:
+            out["threads_from"] = self.threads_from
         return out
 
 
@@ -63,14 +66,21 @@ def _ids(query_ids: list[str]) -> str:
     return ",".join("'" + q.replace("'", "").replace("\\", "") + "'" for q in query_ids)
 
 
+def threads_from(cols: set[str]) -> str | None:
+    """How this version's query_log counts a query's threads: the peak at once (23.x on),
+    or every thread that worked on it (older). Two versions that count them differently
+    cannot say "ran on 3 threads instead of 1" (stats/explain.py)."""
+    return ("peak_threads_usage" if "peak_threads_usage" in cols
+            else "length(thread_ids)" if "thread_ids" in cols
+            else "length(thread_numbers)" if "thread_numbers" in cols else None)
+
+
 def _query_log_sql(cols: set[str], ids: str, since: str) -> tuple[str, list[str]]:
     if "ProfileEvents.Names" in cols:  # 18.x … 21.x: two parallel arrays
         names, values = "ProfileEvents.Names", "ProfileEvents.Values"
     else:
         names, values = "mapKeys(ProfileEvents)", "mapValues(ProfileEvents)"
-    threads = ("peak_threads_usage" if "peak_threads_usage" in cols
-               else "length(thread_ids)" if "thread_ids" in cols
-               else "length(thread_numbers)" if "thread_numbers" in cols else "0")
+    threads = threads_from(cols) or "0"
     extra: list[str] = [c for c in QUERY_LOG_COLUMNS if c in cols]
     return (f"SELECT query_id, arrayStringConcat({names}, ','), "
             f"arrayStringConcat(arrayMap(x -> toString(x), {values}), ','), toString({threads})"
@@ -103,7 +113,7 @@ def collect(target: Target, query_ids: list[str], settle_s: float = 3.0, trace_l
     if not ops:
         out.notes.append("no operator times: this server keeps no system.processors_profile_log (counters only)")
     out.counters, out.operators = True, ops
-    out.known = _known(target, cols)
+    out.known, out.threads_from = _known(target, cols), threads_from(cols)
     missing = list(dict.fromkeys(query_ids))
     deadline = time.monotonic() + settle_s
     while missing:

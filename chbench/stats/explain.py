@@ -216,11 +216,13 @@ def unknown_counters(a: list[ProfileRun], b: list[ProfileRun], known_a: frozense
 
 def explain_query(a: list[ProfileRun], b: list[ProfileRun], paired: bool, time_ratio: float | None = None,
                   plan: str | None = None, known: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None),
-                  versions_differ: bool = False) -> Why:
+                  versions_differ: bool = False, counted_apart: frozenset[str] = frozenset()) -> Why:
     """What changed between A's and B's runs of one query, ranked. ``time_ratio``: the
     query's own B/A time ratio (for the facts); ``plan``: "same" or "changed" where the
     plans were compared (chbench upgrade); ``known``: the counters each side's server
-    has, where it listed them; ``versions_differ``: the sides ran different versions."""
+    has, where it listed them; ``versions_differ``: the sides ran different versions;
+    ``counted_apart``: counters the two servers count differently (``threads`` from
+    different query_log columns)."""
     if len(a) < MIN_RUNS or len(b) < MIN_RUNS:
         return Why(note=f"too few runs with a server profile ({len(a)} and {len(b)})")
     tested: list[MetricChange] = []
@@ -271,24 +273,26 @@ def explain_query(a: list[ProfileRun], b: list[ProfileRun], paired: bool, time_r
     why = Why(counters=sorted([m for m in tested if m.kind == "counter" and m.changed], key=_rank_key),
               operators=sorted(changed_ops, key=_rank_key), tested=len(tested), unknown=unknown, listed=listed)
     every = {m.name: m for m in tested}
-    accounting = versions_differ and "result_rows" in every and not every["result_rows"].changed
-    if accounting and "result_bytes" in every:
+    apart = set(counted_apart)
+    if versions_differ and "result_rows" in every and not every["result_rows"].changed:
         # the same rows, in bytes as each version counts them (18.16: 8, 26.9: 136 for one
-        # UInt64): not a cause, and no "the result is 17× the bytes"
-        every["result_bytes"].tier = 3  # ranked with the effects, last
-        why.counters.sort(key=_rank_key)
-    why.facts = facts(why, every, time_ratio, plan, result_bytes=not accounting)
+        # UInt64): not "the result is 17× the bytes"
+        apart.add("result_bytes")
+    for name in apart & set(every):  # each side's own accounting: not a cause, no fact
+        every[name].tier = 3  # ranked with the effects, last
+    why.counters.sort(key=_rank_key)
+    why.facts = facts(why, every, time_ratio, plan, apart)
     if rows_ratio is not None and time_ratio is not None:
         why.facts.append(f"per row read {_pct(time_ratio / rows_ratio)} ({_times(rows_ratio)} the rows)")
     return why
 
 
 def facts(why: Why, every: dict[str, MetricChange], time_ratio: float | None, plan: str | None,
-          result_bytes: bool = True) -> list[str]:
-    """What the numbers say in words, most telling first (``result_bytes``: whether the
-    result's bytes can be compared)."""
+          apart: set[str] | None = None) -> list[str]:
+    """What the numbers say in words, most telling first (none of the counters in
+    ``apart``: the two sides count them differently)."""
     out: list[str] = []
-    changed = {m.name: m for m in why.counters}
+    changed = {m.name: m for m in why.counters if m.name not in (apart or set())}
     ops_only = [m for m in why.operators if m.only]
     if plan == "changed" or ops_only:
         new = [m.name for m in ops_only if m.only == "b"]
@@ -320,7 +324,7 @@ def facts(why: Why, every: dict[str, MetricChange], time_ratio: float | None, pl
     if comp:
         out.append("expressions compiled differently (" + ", ".join(m.name for m in comp[:2]) + ")")
     m = changed.get("result_bytes")
-    if m is not None and result_bytes:
+    if m is not None:
         out.append(f"the result is {_times(m.ratio)} the bytes")
     cpu = every.get("OSCPUVirtualTimeMicroseconds") or every.get("UserTimeMicroseconds")
     wall = every.get("RealTimeMicroseconds")
