@@ -537,3 +537,16 @@ def test_a_common_shift_within_the_threshold_says_when_its_interval_is_not():
     a, b = _separate_pair(10, 0.01, seed=1, moved={q: 0.96 for q in range(10)})
     shift = compare_queries(list(a), a, b, Options(between_run=0.8, measure_between=True), saw_nothing).summary.shift
     assert shift is not None and shift.why.endswith("; within ±5%: not a finding")
+
+
+def test_runs_merged_into_one_side_keep_their_configuration_when_they_share_it():
+    """Several files of one side (compare a1.json a2.json --vs b.json) keep the server
+    version they share — what explain reads across versions — and none when they differ."""
+    from chbench.compare.sides import Side, merge_sides
+
+    old = {"server_version": "18.16.1", "settings": {}}
+    same = merge_sides([Side("a1", configuration=dict(old)), Side("a2", configuration=dict(old))], "A")
+    assert same.configuration == old
+    mixed = merge_sides([Side("a1", configuration=dict(old)),
+                         Side("a2", configuration={"server_version": "26.9.2.1", "settings": {}})], "A")
+    assert mixed.configuration == {}

@@ -173,6 +173,8 @@ def merge_sides(parts: list[Side], label: str) -> Side:
             d.sessions = []
         if len(d.keys) != len(d.times):
             d.keys = []
+    if all(p.configuration == parts[0].configuration for p in parts):  # one server version and settings
+        side.configuration = dict(parts[0].configuration)
     return side
 
 
