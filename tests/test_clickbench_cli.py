@@ -264,6 +264,11 @@ def test_concurrent_and_mixed_stress(server_hits, tmp_path):
         # the target's notes, as load keeps them: over HTTP, results asked in Native
         assert any("default_format=Native" in n for n in m["with_ingest"]["notes"]) == (url == http_url)
         assert "rows/s" in r.stdout
+        # QPS with the writer against without, over the two pairs of neighbouring windows
+        change = m["qps_change"]
+        assert change["pairs"] == 2 and change["ci"][0] <= change["ratio"] <= change["ci"][1]
+        assert m["warmup_s"] > 0  # one untimed window first, kept out of both sides
+        assert "QPS with the writer: " in r.stdout
         # each query's ratio with its interval and what a rank test (Holm across queries) says
         # (2 s phases give most queries too few runs: the rule itself is tested below)
         judged = [q for q in m["p50_by_query"] if q["ci"] is not None]
@@ -435,6 +440,22 @@ def test_the_writer_runs_in_windows_a_b_b_a():
     assert abba(1) == [False, True]
     assert abba(2) == [False, True, True, False]
     assert abba(3) == [False, True, True, False, False, True]
+
+
+def test_the_qps_change_with_the_writer_pairs_neighbouring_windows():
+    """A machine drifting 10% a window and a writer costing 20%: each pair of neighbours
+    (A B, then B A) carries the drift one way and then the other, so their mean is the
+    writer's 0.8; an interval from two pairs covers it, and one pair gives none."""
+    from chbench.clickbench.stress import abba, qps_change
+
+    spans = [{"phase": "queries + ingest" if w else "queries only", "qps": 100.0 * 1.1 ** i * (0.8 if w else 1.0)}
+             for i, w in enumerate(abba(4))]
+    c = qps_change(spans)
+    assert c["pairs"] == 4 and c["ratio"] == pytest.approx(0.8) and c["ci"][0] < 0.8 < c["ci"][1]
+    assert qps_change(spans[:2])["ci"] is None and qps_change(spans[:2])["pairs"] == 1
+    assert qps_change(spans[:5])["pairs"] == 2  # a window without its neighbour is left out
+    none_ok = [{"phase": "queries only", "qps": 0.0}, {"phase": "queries + ingest", "qps": 5.0}]
+    assert qps_change(none_ok)["ratio"] is None
 
 
 def test_the_writers_effect_per_query_has_an_interval_and_a_corrected_test():

@@ -209,7 +209,15 @@ def mixed(connect: Connect, queries: list[Query], n: int, duration: float, seed:
     phases = {False: Phase("queries only"), True: Phase("queries + ingest")}
     ingest = IngestResult()
     spans: list[dict[str, Any]] = []
-    interrupted = False
+    # one untimed window first: right after 'clickbench load' the first window ran at 121
+    # QPS, the later windows alone at 177–188 (the new table's merges, cold caches), which
+    # the A B B A order does not cancel: a step in one window is not a drift
+    warm = concurrent(connect, queries, n, duration / windows, seed - 1, "warm-up", timeout)
+    interrupted = warm.interrupted
+    if interrupted or warm.lost:  # nothing timed yet: the phase says only why it ended
+        phases[False].lost = warm.lost
+        return {"without_ingest": phases[False].to_json(), "windows": spans, "interrupted": interrupted,
+                "warmup_s": warm.seconds}
     for i, with_writer in enumerate(abba(windows)):
         writer = Writer(connect, seed) if with_writer else None
         if writer:
@@ -225,13 +233,38 @@ def mixed(connect: Connect, queries: list[Query], n: int, duration: float, seed:
             interrupted = w.interrupted
             break
     base, loaded = phases[False], phases[True]
-    out: dict[str, Any] = {"without_ingest": base.to_json(), "windows": spans, "interrupted": interrupted}
+    out: dict[str, Any] = {"without_ingest": base.to_json(), "windows": spans, "interrupted": interrupted,
+                           "warmup_s": warm.seconds}
     if not loaded.seconds:  # interrupted before the writer ran
         return out
+    out["qps_change"] = qps_change(spans)
     rows = [_with_writer(q, base.latencies.get(q) or [], loaded.latencies.get(q) or [])
             for q in range(1, len(queries) + 1)]
     _judge_writer(rows, base.latencies, loaded.latencies)
     return {**out, "with_ingest": loaded.to_json(), "ingest": ingest.to_json(), "p50_by_query": rows}
+
+
+def qps_change(spans: list[dict[str, Any]]) -> dict[str, Any]:
+    """QPS with the writer against without, from the windows: each two neighbours (A B,
+    then B A, …) give a log ratio, and their mean the estimate — a steady drift of the
+    machine adds to one pair what it takes from the next. The 95% interval is Student's
+    over those pairs (2 pairs: 1 degree of freedom, so wide; ``--windows`` adds pairs);
+    a drift left in a pair widens it, never narrows it."""
+    logs = []
+    for x, y in zip(spans[::2], spans[1::2], strict=False):
+        a, b = (x, y) if x["phase"] == "queries only" else (y, x)
+        if a["qps"] > 0 and b["qps"] > 0 and a["phase"] != b["phase"]:
+            logs.append(math.log(b["qps"] / a["qps"]))
+    if not logs:
+        return {"ratio": None, "ci": None, "pairs": 0}
+    mean = float(np.mean(logs))
+    out: dict[str, Any] = {"ratio": math.exp(mean), "ci": None, "pairs": len(logs)}
+    if len(logs) >= 2:
+        from scipy.stats import t as student
+
+        half = float(student.ppf(0.975, len(logs) - 1)) * float(np.std(logs, ddof=1)) / math.sqrt(len(logs))
+        out["ci"] = [math.exp(mean - half), math.exp(mean + half)]
+    return out
 
 
 def _with_writer(q: int, a: list[float], b: list[float]) -> dict[str, Any]:

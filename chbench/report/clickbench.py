@@ -135,8 +135,16 @@ def stress_section(doc: StressDocument) -> Section:
             Text(f"ingest: {ing['rows']:,} rows in {ing['seconds']:.1f} s = {ing['rows_per_s']:,.0f} rows/s "
                  f"({ing['method']})" + (f"; writer stopped: {ing['error']}" if ing["error"] else ""), "summary")]
         if m.get("windows"):
-            blocks.append(Text("QPS by window, alone (A) and with the writer (B): " + ", ".join(
+            warm = f" (after {m['warmup_s']:.0f} s untimed)" if m.get("warmup_s") else ""
+            blocks.append(Text(f"QPS by window{warm}, alone (A) and with the writer (B): " + ", ".join(
                 f"{'B' if w['phase'] == b['phase'] else 'A'} {w['qps']:.1f}" for w in m["windows"]), "summary"))
+        change = m.get("qps_change") or {}
+        if change.get("ratio"):
+            ci = change.get("ci")
+            blocks.append(Text(f"QPS with the writer: {change['ratio']:.2f}x" + (
+                f" [{ci[0]:.2f}, {ci[1]:.2f}] (95%, {change['pairs']} pairs of neighbouring windows; --windows "
+                "adds pairs)" if ci else f" ({change['pairs']} pair of windows: no interval; --windows 2 or more)"),
+                "summary"))
         table = Table([_query_column(), Column("p50 ms without", ".1f"), Column("p50 ms with", ".1f"),
                        Column("ratio", ".2f"), Column("95% CI", align="left"), Column("with the writer", align="left")],
                       title="p50 per query, without and with the writer")

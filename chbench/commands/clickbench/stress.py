@@ -20,6 +20,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--concurrent", type=positive_int, default=4, metavar="N", help="connections (default 4)")
     p.add_argument("--duration", type=positive_float, default=30.0, metavar="S", help="seconds per phase")
     p.add_argument("--ingest", action="store_true", help="mixed load: queries with and without a writer")
+    p.add_argument("--windows", type=positive_int, default=2, metavar="N",
+                   help="--ingest: windows a side, taken A B B A (default 2; each two neighbours give one pair of "
+                        "the QPS change's interval)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--timeout", type=positive_float, metavar="S", help="per-query limit")
     p.add_argument("--out", metavar="FILE", help="results file (JSON, raw latencies)")
@@ -49,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
     queries = workload().queries
     with ResultsWriter(args.out, doc):
         if args.ingest:
-            doc.mixed = mixed(maker(args), queries, args.concurrent, args.duration, args.seed, args.timeout)
+            doc.mixed = mixed(maker(args), queries, args.concurrent, args.duration, args.seed, args.timeout,
+                              args.windows)
             interrupted = bool(doc.mixed.get("interrupted"))
             lost = [doc.mixed.get(k, {}).get("lost") for k in ("without_ingest", "with_ingest")]
         else:
