@@ -203,9 +203,10 @@ def abba(windows: int) -> list[bool]:
 def mixed(connect: Connect, queries: list[Query], n: int, duration: float, seed: int,
           timeout: float | None = None, windows: int = WINDOWS) -> dict[str, Any]:
     """The query workers alone and with the writer, each for ``duration`` seconds in all,
-    taken in ``windows`` windows a side in A B B A order (docs/clickbench.md): latency
-    without and with ingest. Ctrl-C ends the window under way and keeps what was
-    measured (``interrupted`` says so)."""
+    taken in ``windows`` windows a side in A B B A order after one untimed window of the
+    queries alone (docs/clickbench.md): latency without and with ingest, and the QPS
+    change. Ctrl-C ends the window under way and keeps what was measured (``interrupted``
+    says so)."""
     phases = {False: Phase("queries only"), True: Phase("queries + ingest")}
     ingest = IngestResult()
     spans: list[dict[str, Any]] = []
