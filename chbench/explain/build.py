@@ -25,17 +25,23 @@ def profile_run(s: RunSample) -> ProfileRun:
                       {k: float(v) for k, v in (prof.get("stacks") or {}).items()})
 
 
-def why_of(pa: list[ProfileRun], pb: list[ProfileRun], paired: bool, ratio: float | None,
-           plan_changed: bool | None, a: Side, b: Side) -> Why:
-    """One query's explanation, with what each side's server version has."""
-    plan = None if plan_changed is None else ("changed" if plan_changed else "same")
+def servers_of(a: Side, b: Side) -> dict[str, Any]:
+    """What the two sides' servers are, as ``explain_query`` takes it: the counters each
+    version lists, whether the versions differ, the counters they count apart — once per
+    comparison, not per query (a list holds ~1,600 names)."""
     known = [None if s.explain.get("counters_known") is None else frozenset(s.explain["counters_known"])
              for s in (a, b)]
     versions = [s.configuration.get("server_version") for s in (a, b)]
     threads = {s.explain.get("threads_from") for s in (a, b)}
-    return explain_query(pa, pb, paired, ratio, plan, (known[0], known[1]),
-                         None not in versions and versions[0] != versions[1],
-                         frozenset({"threads"}) if len(threads) == 2 and None not in threads else frozenset())
+    return {"known": (known[0], known[1]), "versions_differ": None not in versions and versions[0] != versions[1],
+            "counted_apart": frozenset({"threads"}) if len(threads) == 2 and None not in threads else frozenset()}
+
+
+def why_of(pa: list[ProfileRun], pb: list[ProfileRun], paired: bool, ratio: float | None,
+           plan_changed: bool | None, servers: dict[str, Any]) -> Why:
+    """One query's explanation, with what each side's server version has (``servers_of``)."""
+    plan = None if plan_changed is None else ("changed" if plan_changed else "same")
+    return explain_query(pa, pb, paired, ratio, plan, **servers)
 
 
 def explain_rows(doc: ComparisonDoc, a: Side, b: Side, rename: dict[str, str], paired: bool,
@@ -44,6 +50,7 @@ def explain_rows(doc: ComparisonDoc, a: Side, b: Side, rename: dict[str, str], p
     side has profiles; with ``every`` the other rows are explained too (returned, not
     set on them). Returns the explanations by query name."""
     b_profiles = {rename.get(n, n): runs for n, runs in b.profiles.items()}
+    servers = servers_of(a, b)
     out: dict[str, Why] = {}
     for row in doc.queries:
         if not every and row.verdict not in FLAGGED:
@@ -53,7 +60,7 @@ def explain_rows(doc: ComparisonDoc, a: Side, b: Side, rename: dict[str, str], p
             if row.verdict in FLAGGED:  # every changed row carries why: here, why it is empty
                 row.why = Why(note=_missing(a, b)).to_json()
             continue
-        why = why_of(pa, pb, paired, row.ratio, row.plan_changed, a, b)
+        why = why_of(pa, pb, paired, row.ratio, row.plan_changed, servers)
         out[row.name] = why
         if row.verdict in FLAGGED:
             row.why = why.to_json()
