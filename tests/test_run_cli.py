@@ -122,23 +122,43 @@ def test_two_targets_http_and_native(modern, tmp_path):
     assert all(s["server_ms"] is not None for s in samples(doc))
 
 
-def test_legacy_server_probe_unsupported_settings_and_missing_functions(legacy, tmp_path):
+def test_legacy_server_probe_unsupported_settings_and_missing_functions(legacy, modern, tmp_path):
     out = tmp_path / "l.json"
     r = run_cli("run", "--target", f"http://127.0.0.1:{legacy.http_port}", "--out", str(out), *FAST,
                 "--server-metrics")
-    assert r.code == 1, r.stderr  # numbers_mt queries fail, per query
+    assert r.code == 1, r.stderr  # two functions 18.16 lacks fail, per query
     assert "Traceback" not in r.stderr
     doc = load(out)
     t = doc["targets"][0]
     assert t["server_version"] == "18.16.1"
     assert "use_query_cache" in t["unsupported_settings"] and "use_query_cache" not in t["settings_sent"]
     by = {q["name"]: q for q in doc["queries"]}
-    assert all(s["error"]["code"] == 46 for s in samples(doc, "aggregation"))  # unknown function numbers_mt
-    join = samples(doc, "join")  # uses numbers(): works on 18.16
-    assert join and all(s["error"] is None for s in join)
-    assert all(s["server_metrics"]["profile_events"]["RealTimeMicroseconds"] > 0 for s in join)
-    assert all(s["server_ms"] is not None for s in join)  # from query_log: 18.16 has no summary header
-    assert by["aggregation"]["errors"] > 0
+    # no numbers_mt() on 18.16: the suite reads numbers() there, and says so
+    assert all("numbers_mt(" not in q["sql"] for q in doc["queries"])
+    assert any("no numbers_mt() on A (18.16.1)" in n for n in doc["meta"]["notes"])
+    assert "rows from numbers()" in t["workload"]["source"]
+    assert {n for n, q in by.items() if q["errors"]} == {"hashing", "math"}  # xxHash64, log1p: not in 18.16
+    assert all(s["error"]["code"] == 46 for s in samples(doc, "math"))  # unknown function
+    for name in ("aggregation", "join"):
+        ok = samples(doc, name)
+        assert ok and all(s["error"] is None for s in ok)
+        assert all(s["server_metrics"]["profile_events"]["RealTimeMicroseconds"] > 0 for s in ok)
+        assert all(s["server_ms"] is not None for s in ok)  # from query_log: 18.16 has no summary header
+
+    # side by side with a server that has numbers_mt(): both sides run the same SQL
+    out2 = tmp_path / "l2.json"
+    r = run_cli("run", "--target", f"http://127.0.0.1:{legacy.http_port}", "--target", modern.http_url,
+                "--out", str(out2), *FAST, "--query", "SELECT 1")  # --query: not the suite, nothing changes
+    assert r.code == 0, r.stderr
+    assert not any("numbers_mt" in n for n in load(out2)["meta"].get("notes", []))
+    out3 = tmp_path / "l3.json"
+    r = run_cli("run", "--target", modern.http_url, "--target", f"http://127.0.0.1:{legacy.http_port}",
+                "--out", str(out3), *FAST)
+    doc = load(out3)
+    assert any("no numbers_mt() on B (18.16.1)" in n for n in doc["meta"]["notes"])
+    agg = next(q for q in doc["queries"] if q["name"] == "aggregation")
+    assert "FROM numbers(" in agg["sides"]["A"]["sql"] and agg["sides"]["A"]["sql"] == agg["sides"]["B"]["sql"]
+    assert all(s["error"] is None for s in samples(doc, "aggregation"))
 
 
 def test_timeout_is_an_error_sample_and_run_goes_on(modern, tmp_path):
