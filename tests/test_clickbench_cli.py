@@ -274,6 +274,13 @@ def test_concurrent_and_mixed_stress(server_hits, tmp_path):
         judged = [q for q in m["p50_by_query"] if q["ci"] is not None]
         assert all(q["change"] in ("slower", "faster", "not shown") for q in judged)
         assert ("With the writer:" in r.stdout) == bool(judged)
+    # the concurrent test alone, after its untimed seconds (right after a load: 103.5 QPS against 127–132)
+    r = run_cli("clickbench", "stress", "--target", http_url, "--concurrent", "2", "--duration", "2",
+                "--warmup", "1", "--out", str(d / "p.json"))
+    assert r.code == 0, r.stderr
+    phase = load(d / "p.json")["phases"][0]
+    assert phase["queries_ok"] > 0 and 0.9 <= phase["warmup_s"] <= 1.5 and phase["warmup_qps"] > 0
+    assert "s untimed at " in r.stdout
     # a stress file has a report too: the section its command prints, named by its file
     r = run_cli("report", str(d / "m.json"), "--markdown", str(d / "m.md"))
     assert r.code == 0, r.stderr
@@ -288,13 +295,22 @@ def test_interrupted_stress_keeps_the_phase(server_hits, tmp_path):
     http_url, _ = server_hits
     out = tmp_path / "s.json"
     proc = spawn_cli("clickbench", "stress", "--target", http_url, "--concurrent", "2", "--duration", "120",
-                     "--out", str(out))
+                     "--warmup", "0", "--out", str(out))
     wait_for_results(out, proc, lambda doc: doc["status"] == "running")
     time.sleep(2)
     err = interrupt(proc)
     assert proc.returncode == 130 and "Traceback" not in err, err
     doc = assert_interrupted(out)
     assert doc["phases"][0]["interrupted"] and doc["phases"][0]["queries_ok"] > 0
+    # Ctrl-C in the untimed warm-up (5 s by default): nothing was timed, and the file says so
+    proc = spawn_cli("clickbench", "stress", "--target", http_url, "--concurrent", "2", "--duration", "120",
+                     "--out", str(out))
+    wait_for_results(out, proc, lambda doc: doc["status"] == "running")
+    time.sleep(1)
+    err = interrupt(proc)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    phase = assert_interrupted(out)["phases"][0]
+    assert phase["interrupted"] and phase["queries_ok"] == 0 and 0 < phase["warmup_s"] < 5
 
 
 def test_crash_recovery_cycles(tmp_path):

@@ -32,6 +32,11 @@ INGEST_BATCH_ROWS = 20_000
 # --ingest: windows of each side, in A B B A order. Two phases one after the other had
 # the machine's own change between them in every query's comparison.
 WINDOWS = 2
+# the concurrent test alone: untimed seconds of the same load first. Right after
+# 'clickbench load' (200,000 rows, 26.9 server, 2 connections) 2-s phases one after the
+# other ran at 116 and 121 QPS, then 131–136; a 6-s phase right after a load read 103.5
+# against 127–132 for the next three. With --ingest the warm-up is one window.
+WARMUP_S = 5.0
 
 
 @dataclass
@@ -44,6 +49,7 @@ class Phase:
     lost: str | None = None
     interrupted: bool = False  # Ctrl-C ended it early: what it holds was measured
     notes: list[str] = field(default_factory=list)  # the target's, as load keeps them (probe_hosts)
+    warmup: Phase | None = None  # the untimed load before it, if any (alone)
 
     def add(self, w: Phase) -> None:
         """A window of this phase: its time, latencies and errors added to the rest."""
@@ -85,7 +91,8 @@ class Phase:
                               "error": self.error_messages.get(q), "latencies_ms": lat})
         return {"phase": self.name, "seconds": self.seconds, "queries_ok": self.ok, "queries_failed": self.failed,
                 "qps": self.qps, "error_ratio": self.error_ratio, "lost": self.lost, "interrupted": self.interrupted,
-                "notes": self.notes, "per_query": per_query}
+                "notes": self.notes, "per_query": per_query,
+                **({"warmup_s": self.warmup.seconds, "warmup_qps": self.warmup.qps} if self.warmup else {})}
 
 
 @dataclass(frozen=True)
@@ -119,6 +126,19 @@ def concurrent(connect: Connect, queries: list[Query], n: int, duration: float, 
         if st.errors:
             phase.errors[q + 1] = st.errors
             phase.error_messages[q + 1] = next(iter(st.error_messages.values()), "")
+    return phase
+
+
+def alone(connect: Connect, queries: list[Query], n: int, duration: float, seed: int,
+          timeout: float | None = None, warmup: float = WARMUP_S) -> Phase:
+    """The concurrent test after ``warmup`` seconds of the same load, untimed (kept as
+    the phase's ``warmup_s`` and ``warmup_qps``); Ctrl-C or a lost server during the
+    warm-up returns an empty phase that says why."""
+    warm = concurrent(connect, queries, n, warmup, seed - 1, "warm-up", timeout) if warmup > 0 else None
+    if warm is not None and (warm.interrupted or warm.lost):
+        return Phase("concurrent", lost=warm.lost, interrupted=warm.interrupted, warmup=warm)
+    phase = concurrent(connect, queries, n, duration, seed, timeout=timeout)
+    phase.warmup = warm
     return phase
 
 
@@ -201,24 +221,25 @@ def abba(windows: int) -> list[bool]:
 
 
 def mixed(connect: Connect, queries: list[Query], n: int, duration: float, seed: int,
-          timeout: float | None = None, windows: int = WINDOWS) -> dict[str, Any]:
+          timeout: float | None = None, windows: int = WINDOWS, warmup: float | None = None) -> dict[str, Any]:
     """The query workers alone and with the writer, each for ``duration`` seconds in all,
-    taken in ``windows`` windows a side in A B B A order after one untimed window of the
-    queries alone (docs/clickbench.md): latency without and with ingest, and the QPS
-    change. Ctrl-C ends the window under way and keeps what was measured (``interrupted``
-    says so)."""
+    taken in ``windows`` windows a side in A B B A order after ``warmup`` seconds (one
+    window unless given) of the queries alone, untimed (docs/clickbench.md): latency
+    without and with ingest, and the QPS change. Ctrl-C ends the window under way and
+    keeps what was measured (``interrupted`` says so)."""
     phases = {False: Phase("queries only"), True: Phase("queries + ingest")}
     ingest = IngestResult()
     spans: list[dict[str, Any]] = []
     # one untimed window first: right after 'clickbench load' the first window ran at 121
     # QPS, the later windows alone at 177–188 (the new table's merges, cold caches), which
     # the A B B A order does not cancel: a step in one window is not a drift
-    warm = concurrent(connect, queries, n, duration / windows, seed - 1, "warm-up", timeout)
+    seconds = duration / windows if warmup is None else warmup
+    warm = concurrent(connect, queries, n, seconds, seed - 1, "warm-up", timeout) if seconds > 0 else Phase("warm-up")
+    warmed = {"warmup_s": warm.seconds, "warmup_qps": warm.qps}
     interrupted = warm.interrupted
     if interrupted or warm.lost:  # nothing timed yet: the phase says only why it ended
         phases[False].lost = warm.lost
-        return {"without_ingest": phases[False].to_json(), "windows": spans, "interrupted": interrupted,
-                "warmup_s": warm.seconds}
+        return {"without_ingest": phases[False].to_json(), "windows": spans, "interrupted": interrupted, **warmed}
     for i, with_writer in enumerate(abba(windows)):
         writer = Writer(connect, seed) if with_writer else None
         if writer:
@@ -235,7 +256,7 @@ def mixed(connect: Connect, queries: list[Query], n: int, duration: float, seed:
             break
     base, loaded = phases[False], phases[True]
     out: dict[str, Any] = {"without_ingest": base.to_json(), "windows": spans, "interrupted": interrupted,
-                           "warmup_s": warm.seconds}
+                           **warmed}
     if not loaded.seconds:  # interrupted before the writer ran
         return out
     out["qps_change"] = qps_change(spans)

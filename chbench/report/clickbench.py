@@ -114,7 +114,8 @@ def _tries_table(doc: ClickBenchRunDocument) -> Table:
 
 def phase_table(p: dict[str, Any], name: str | None = None) -> Table:
     title = (f"{name or p['phase']}: {p['queries_ok']} queries in {p['seconds']:.1f} s = {p['qps']:.3f} QPS, "
-             f"error ratio {p['error_ratio']:.3f}")
+             f"error ratio {p['error_ratio']:.3f}"
+             + (f" (after {p['warmup_s']:.0f} s untimed at {p['warmup_qps']:.1f} QPS)" if p.get("warmup_s") else ""))
     table = Table([_query_column(), Column("ok", "d"), Column("errors", "d"), Column("p50 ms", ".1f"),
                    Column("p90 ms", ".1f"), Column("p99 ms", ".1f"), Column("error", align="left")], title=title)
     for q in p["per_query"]:
@@ -135,7 +136,8 @@ def stress_section(doc: StressDocument) -> Section:
             Text(f"ingest: {ing['rows']:,} rows in {ing['seconds']:.1f} s = {ing['rows_per_s']:,.0f} rows/s "
                  f"({ing['method']})" + (f"; writer stopped: {ing['error']}" if ing["error"] else ""), "summary")]
         if m.get("windows"):
-            warm = f" (after {m['warmup_s']:.0f} s untimed)" if m.get("warmup_s") else ""
+            at = f" at {m['warmup_qps']:.1f} QPS" if m.get("warmup_qps") is not None else ""
+            warm = f" (after {m['warmup_s']:.0f} s untimed{at})" if m.get("warmup_s") else ""
             blocks.append(Text(f"QPS by window{warm}, alone (A) and with the writer (B): " + ", ".join(
                 f"{'B' if w['phase'] == b['phase'] else 'A'} {w['qps']:.1f}" for w in m["windows"]), "summary"))
         change = m.get("qps_change") or {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from chbench.commands.args import add_connection, add_quiet, positive_float, positive_int
+from chbench.commands.args import add_connection, add_quiet, non_negative_float, positive_float, positive_int
 from chbench.errors import EXIT_OK, ServerLost, UsageError
 
 NAME = "stress"
@@ -23,6 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--windows", type=positive_int, default=2, metavar="N",
                    help="--ingest: windows a side, taken A B B A (default 2; each two neighbours give one pair of "
                         "the QPS change's interval)")
+    p.add_argument("--warmup", type=non_negative_float, metavar="S",
+                   help="untimed seconds of the same load first (default 5; with --ingest one window, "
+                        "--duration / --windows; 0: none)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--timeout", type=positive_float, metavar="S", help="per-query limit")
     p.add_argument("--out", metavar="FILE", help="results file (JSON, raw latencies)")
@@ -32,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from chbench.clickbench import workload
     from chbench.clickbench.loading import table_exists, table_rows
-    from chbench.clickbench.stress import concurrent, mixed, require_server
+    from chbench.clickbench.stress import WARMUP_S, alone, mixed, require_server
     from chbench.commands.clickbench import maker, one_target
     from chbench.export.console import ConsoleExporter
     from chbench.export.sections import Report
@@ -53,11 +56,12 @@ def run(args: argparse.Namespace) -> int:
     with ResultsWriter(args.out, doc):
         if args.ingest:
             doc.mixed = mixed(maker(args), queries, args.concurrent, args.duration, args.seed, args.timeout,
-                              args.windows)
+                              args.windows, args.warmup)
             interrupted = bool(doc.mixed.get("interrupted"))
             lost = [doc.mixed.get(k, {}).get("lost") for k in ("without_ingest", "with_ingest")]
         else:
-            phase = concurrent(maker(args), queries, args.concurrent, args.duration, args.seed, timeout=args.timeout)
+            phase = alone(maker(args), queries, args.concurrent, args.duration, args.seed, args.timeout,
+                          WARMUP_S if args.warmup is None else args.warmup)
             doc.phases = [phase.to_json()]
             interrupted, lost = phase.interrupted, [phase.lost]
         if interrupted:
