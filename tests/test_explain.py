@@ -144,12 +144,34 @@ def test_legacy_server_counters_from_its_arrays(legacy, tmp_path):
     assert all("CPU" not in line.text for line in missing_line(table))
 
 
-def test_embedded_engine_says_in_one_line_why_not(tmp_path):
+def test_the_embedded_engine_keeps_each_runs_profile_and_says_why(tmp_path, old_engine):
+    """chDB 26.9 keeps query_log with chbench's configuration: each timed run found by its
+    log_comment tag, not confused with the untimed queries after it on the same session
+    (the calibration query reads 100M rows); 24.8's engine keeps none and says so."""
+    (tmp_path / "a.sql").write_text(QUERIES.format(rows=2_000_000))
+    (tmp_path / "b.sql").write_text(QUERIES.format(rows=30_000_000))
     out = tmp_path / "emb.json"
-    r = run_cli("run", "--query", "SELECT 1", "--iterations", "2", "--warmup", "0", "--quiet", "--out", str(out))
+    r = run_cli("run", "--queries", str(tmp_path / "a.sql"), "--queries-b", str(tmp_path / "b.sql"),
+                "--setting-b", "max_threads=1", "--iterations", "8", "--warmup", "1", "--quiet", "--out", str(out))
+    assert r.code in (0, 1), r.stderr
+    doc = load(out)
+    info = doc["meta"]["explain"]
+    assert info["A"]["counters"] and info["A"]["operators"] and info["A"]["runs"] == info["B"]["runs"] == 32  # one engine: both sides
+    assert "no sampled stacks" in info["A"]["stacks_note"]
+    for q, s in ((q, s) for q in doc["queries"] for s in q["samples"] if not s["warmup"]):
+        rows = 1 if q["name"] == "one" else 2_000_000 if s["target"] == "A" else 30_000_000
+        assert s["profile"]["counters"]["read_rows"] == rows, s
+        assert s["profile"]["operators"]
+    why = {q["name"]: q for q in run_cli("compare", str(out), "--format", "json").json()["queries"]}["sum"]["why"]
+    # chDB's peak_threads_usage counts its own thread too: "ran on 2 threads instead of 4"
+    assert "threads instead of" in why["summary"] and "reads 15× the rows" in why["summary"]
+
+    out = tmp_path / "old.json"
+    r = run_cli("run", "--target", "embedded@24.8", "--query", "SELECT 1", "--iterations", "2", "--warmup", "0",
+                "--quiet", "--out", str(out))
     assert r.code == 0, r.stderr
     notes = load(out)["meta"]["explain"]["A"]["notes"]
-    assert len(notes) == 1 and "no system.query_log" in notes[0]
+    assert len(notes) == 1 and "keeps no system.query_log" in notes[0] and "24.8" in notes[0]
 
 
 def test_differential_flame_graph_from_trace_log_rows(tmp_path):

@@ -1,6 +1,6 @@
 """The engine worker: one chDB release in a process of its own, driven over a pipe.
 
-Run as a script (``python child.py DATA_DIR``) with the release's directory first on
+Run as a script (``python child.py DATA_DIR [CONFIG]``) with the release's directory first on
 ``PYTHONPATH``. It needs only the standard library and that chDB: it never imports
 chbench (whose own chDB is another ClickHouse version; two cannot share a process).
 
@@ -15,7 +15,8 @@ Protocol, on the process's stdin/stdout (anything the engine prints goes to stde
 The first line the worker writes is ``{"ready": true, "version": …, "api": …}``.
 
 Releases with ``chdb.connect`` keep one connection per role (the measuring session and
-the set-up session each keep their own settings). Older ones (chDB < 3) run each query
+the set-up session each keep their own settings), the engine started with ``CONFIG``
+(the logs ``chbench explain`` reads) where the release takes it. Older ones (chDB < 3) run each query
 as a one-shot engine call on the data directory: the worker keeps each role's ``SET``s
 and prepends them, and a database of its own on disk stands in for ``default`` (which
 such calls do not keep between queries).
@@ -114,6 +115,7 @@ WARM_QUERIES = 6
 
 def main() -> None:
     path = sys.argv[1] if len(sys.argv) > 1 else ""
+    config = sys.argv[2] if len(sys.argv) > 2 else ""
     proto = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)  # the engine's own prints must not corrupt the protocol
     sys.stdout = sys.stderr
@@ -125,7 +127,14 @@ def main() -> None:
     def session(role: str) -> Any:
         if role not in sessions:
             if hasattr(chdb, "connect"):
-                sessions[role] = chdb.connect(path or ":memory:")
+                where = path or ":memory:"
+                if config:
+                    try:
+                        sessions[role] = chdb.connect(f"{where}{'&' if '?' in where else '?'}config-file={config}")
+                        return sessions[role]
+                    except Exception:  # noqa: BLE001 - a release that refuses the option runs without it
+                        pass
+                sessions[role] = chdb.connect(where)
             else:
                 sessions[role] = _Legacy(chdb, path)
         return sessions[role]

@@ -41,8 +41,8 @@ class EngineTimeout(Exception):
 class WorkerProcess:
     """One engine release in a process of its own."""
 
-    def __init__(self, site: str | None, data_dir: str, label: str) -> None:
-        self.site, self.data_dir, self.label = site, data_dir, label
+    def __init__(self, site: str | None, data_dir: str, label: str, config: str | None = None) -> None:
+        self.site, self.data_dir, self.label, self.config = site, data_dir, label, config
         self.proc: subprocess.Popen[bytes] | None = None
         self.ready: dict[str, Any] = {}
         self._buf = bytearray()
@@ -55,7 +55,8 @@ class WorkerProcess:
         if self.site:  # the release first: it shadows chbench's own chDB
             env["PYTHONPATH"] = os.pathsep.join([self.site, *filter(None, [env.get("PYTHONPATH")])])
         self._buf.clear()
-        self.proc = subprocess.Popen([sys.executable, WORKER, self.data_dir], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, WORKER, self.data_dir, *filter(None, [self.config])],
+                                     stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self._log, env=env, start_new_session=True)
         head, _ = self._answer(time.monotonic() + START_TIMEOUT)
         if not head.get("ready"):

@@ -75,17 +75,24 @@ def threads_from(cols: set[str]) -> str | None:
             else "length(thread_numbers)" if "thread_numbers" in cols else None)
 
 
-def _query_log_sql(cols: set[str], ids: str, since: str) -> tuple[str, list[str]]:
+def _query_log_sql(cols: set[str], ids: str, since: str, key: str = "query_id") -> tuple[str, list[str]]:
+    """The finished runs' counters, found by ``key`` (the target's ``log_id_column``).
+    Tagged by ``log_comment`` (chDB), a run is the first query carrying its tag that is
+    not a SET (untimed reads on the same session after it carry the tag too), and the
+    engine's own query_id comes last: the operators are found by it."""
     if "ProfileEvents.Names" in cols:  # 18.x … 21.x: two parallel arrays
         names, values = "ProfileEvents.Names", "ProfileEvents.Values"
     else:
         names, values = "mapKeys(ProfileEvents)", "mapValues(ProfileEvents)"
     threads = threads_from(cols) or "0"
     extra: list[str] = [c for c in QUERY_LOG_COLUMNS if c in cols]
-    return (f"SELECT query_id, arrayStringConcat({names}, ','), "
+    tagged = key != "query_id"
+    return (f"SELECT {key}, arrayStringConcat({names}, ','), "
             f"arrayStringConcat(arrayMap(x -> toString(x), {values}), ','), toString({threads})"
-            + "".join(f", toString({c})" for c in extra)
-            + f" FROM system.query_log WHERE {since}type = 2 AND query_id IN ({ids})"), extra
+            + "".join(f", toString({c})" for c in extra) + (", query_id" if tagged else "")
+            + f" FROM system.query_log WHERE {since}type = 2 AND {key} IN ({ids})"
+            + (" AND query_kind != 'Set'" if tagged and "query_kind" in cols else "")
+            + (f" ORDER BY event_time_microseconds LIMIT 1 BY {key}" if tagged else "")), extra
 
 
 def collect(target: Target, query_ids: list[str], settle_s: float = 3.0, trace_log: str = "system.trace_log",
@@ -114,22 +121,26 @@ def collect(target: Target, query_ids: list[str], settle_s: float = 3.0, trace_l
         out.notes.append("no operator times: this server keeps no system.processors_profile_log (counters only)")
     out.counters, out.operators = True, ops
     out.known, out.threads_from = _known(target, cols), threads_from(cols)
+    key = target.log_id_column()
     missing = list(dict.fromkeys(query_ids))
     deadline = time.monotonic() + settle_s
     while missing:
         _flush(target, out)
         for i in range(0, len(missing), BATCH):
             batch = missing[i: i + BATCH]
-            _counters(target, cols, batch, out, where)
+            engine_ids = _counters(target, cols, batch, out, where, key)
             if ops:
-                _operators(target, batch, out, where)
+                _operators(target, engine_ids, out, where)
         missing = [q for q in missing if q not in out.profiles]
         if not missing or time.monotonic() >= deadline:
             break
         time.sleep(0.5)
     if missing:
         out.notes.append(f"{len(missing)} of {len(set(query_ids))} runs not in system.query_log")
-    _stacks(target, [q for q in dict.fromkeys(query_ids) if q in out.profiles], trace_log, profiled, out, where)
+    if key == "query_id":  # a tagged engine (chDB) samples no stacks: trace_log stays empty there
+        _stacks(target, [q for q in dict.fromkeys(query_ids) if q in out.profiles], trace_log, profiled, out, where)
+    else:
+        out.stacks_note = "no sampled stacks: chDB builds never sample (a real server with <trace_log> does)"
     return out
 
 
@@ -209,9 +220,14 @@ def _stack_rows(target: Target, table: str, frames: str, ids: list[str], introsp
     return got
 
 
-def _counters(target: Target, cols: set[str], ids: list[str], out: Collected, where: str) -> None:
-    sql, extra = _query_log_sql(cols, _ids(ids), where)
+def _counters(target: Target, cols: set[str], ids: list[str], out: Collected, where: str,
+              key: str = "query_id") -> dict[str, str]:
+    """Each run's counters into its profile; the engine's query_id of each run found
+    (itself, where the run is found by its query_id)."""
+    sql, extra = _query_log_sql(cols, _ids(ids), where, key)
+    engine_ids: dict[str, str] = {}
     for r in target.query_rows(sql):
+        engine_ids[r[-1] if key != "query_id" else r[0]] = r[0]
         names, values = r[1].split(",") if r[1] else [], r[2].split(",") if r[2] else []
         counters: dict[str, float] = {n: float(v) for n, v in zip(names, values, strict=False) if n}
         threads = float(r[3])
@@ -221,18 +237,23 @@ def _counters(target: Target, cols: set[str], ids: list[str], out: Collected, wh
             counters[c] = float(v)
         prof = out.profiles.setdefault(r[0], {})
         prof["counters"] = counters
+    return engine_ids
 
 
-def _operators(target: Target, ids: list[str], out: Collected, where: str) -> None:
+def _operators(target: Target, engine_ids: dict[str, str], out: Collected, where: str) -> None:
+    """Each run's operators, read by the engine's query_id (``engine_ids``: that id →
+    chbench's)."""
+    if not engine_ids:
+        return
     rows = target.query_rows(
         "SELECT query_id, name, count(), sum(elapsed_us), sum(input_wait_elapsed_us), sum(output_wait_elapsed_us), "
-        f"sum(input_rows), sum(output_rows) FROM system.processors_profile_log WHERE {where}query_id IN ({_ids(ids)}) "
-        "GROUP BY query_id, name")
+        "sum(input_rows), sum(output_rows) FROM system.processors_profile_log "
+        f"WHERE {where}query_id IN ({_ids(list(engine_ids))}) GROUP BY query_id, name")
     got: dict[str, dict[str, dict[str, float]]] = {}
     for r in rows:
-        got.setdefault(r[0], {})[r[1]] = {"n": float(r[2]), "elapsed_us": float(r[3]), "input_wait_us": float(r[4]),
-                                          "output_wait_us": float(r[5]), "input_rows": float(r[6]),
-                                          "output_rows": float(r[7])}
+        got.setdefault(engine_ids[r[0]], {})[r[1]] = {
+            "n": float(r[2]), "elapsed_us": float(r[3]), "input_wait_us": float(r[4]), "output_wait_us": float(r[5]),
+            "input_rows": float(r[6]), "output_rows": float(r[7])}
     for qid, ops in got.items():
         if qid in out.profiles:  # operators without the query's own row wait for it
             out.profiles[qid]["operators"] = ops

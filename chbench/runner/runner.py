@@ -132,6 +132,8 @@ class Runner:
             key = id(side.target)
             if key not in connected:
                 connected[key] = side.target.connect()
+                if self.plan.explain or self.plan.server_metrics:
+                    side.target.identify_runs()
             self.infos[side.id] = connected[key]
 
     def _suite_sources(self) -> None:
@@ -577,8 +579,8 @@ class Runner:
         ``--server-metrics`` alone, ``meta.server_metrics_notes``)."""
         info: dict[str, Any] = {}
         for target, side_ids in self._targets_with_sides():
-            if not target.capabilities.query_log:
-                note = target.explain_note()
+            note = target.explain_note()
+            if note is not None:
                 info.update({sid: {"counters": False, "operators": False, "runs": 0, "notes": [note]}
                              for sid in side_ids})
                 continue

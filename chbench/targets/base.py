@@ -199,10 +199,20 @@ class Target(ABC):
         self.info = info
         return info
 
-    def explain_note(self) -> str:
-        """Why this target gives no server profile per run (when it gives none)."""
+    def explain_note(self) -> str | None:
+        """Why this target gives no server profile per run; None where it may give one."""
+        if self.capabilities.query_log:
+            return None
         return (f"{self.kind}: no system.query_log to read each run's counters from (a server target, "
                 "--target http://… or server@VERSION, has them)")
+
+    def identify_runs(self) -> None:  # noqa: B027 - optional hook
+        """From now on, make each timed run findable in query_log by the query_id it is
+        given (a server is sent it anyway; chDB takes none and is told it another way)."""
+
+    def log_id_column(self) -> str:
+        """The query_log column holding the id chbench gave a run (``execute``'s query_id)."""
+        return "query_id"
 
     def flush_logs(self) -> None:
         """SYSTEM FLUSH LOGS (spelled as the server's version wants)."""

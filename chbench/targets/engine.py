@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from chbench.errors import ConnectError, QueryError, ServerLost
 from chbench.targets.base import Capabilities, Credentials, ServerInfo, Target, first_line, parse_exception_code
-from chbench.targets.embedded import EmbeddedTarget, _Session
+from chbench.targets.embedded import EmbeddedTarget, _Session, logs_config
 from chbench.targets.url import TargetURL
 
 KILL_GRACE_S = 2.0
@@ -101,6 +101,7 @@ class EngineTarget(EmbeddedTarget):
         if self._tmp:  # kept across close() (sessions reconnect), removed with the target
             weakref.finalize(self, shutil.rmtree, self._tmp, True)
         self._worker: Any = None
+        self._tag = False
         self._session: _Session | None = None
         self._sessions: dict[str, _Session] = {}
 
@@ -113,7 +114,7 @@ class EngineTarget(EmbeddedTarget):
 
         if self._worker is None:
             label = f"embedded@{self.engine.release.clickhouse}"
-            worker = WorkerProcess(self.engine.site, self.path or self._tmp or "", label)
+            worker = WorkerProcess(self.engine.site, self.path or self._tmp or "", label, logs_config())
             try:
                 worker.start()
             except EngineLost as e:
@@ -143,7 +144,8 @@ class EngineTarget(EmbeddedTarget):
     def connect(self) -> ServerInfo:
         info = super().connect()
         info.notes[:] = [f"embedded@{self.engine.release.clickhouse}: {self.engine.release.requirement} in a "
-                         "worker process; server_ms is chDB's own elapsed time; no system.query_log"]
+                         "worker process; server_ms is chDB's own elapsed time"
+                         + ("" if info.query_log else "; no system.query_log")]
         if self.engine.release.api != "connect":
             info.notes.append(f"{self.engine.release.requirement} has no persistent sessions: every query starts "
                               "the engine anew (its start-up is in client_ms, not in server_ms)")
