@@ -156,10 +156,11 @@ def test_the_embedded_engine_keeps_each_runs_profile_and_says_why(tmp_path, old_
     assert r.code in (0, 1), r.stderr
     doc = load(out)
     info = doc["meta"]["explain"]
-    assert info["A"]["counters"] and info["A"]["operators"] and info["A"]["runs"] == info["B"]["runs"] == 32  # one engine: both sides
+    assert info["A"]["counters"] and info["A"]["operators"]
+    assert info["A"]["runs"] == info["B"]["runs"] == 32  # one engine: both sides' runs
     assert "no sampled stacks" in info["A"]["stacks_note"]
-    for q, s in ((q, s) for q in doc["queries"] for s in q["samples"] if not s["warmup"]):
-        rows = 1 if q["name"] == "one" else 2_000_000 if s["target"] == "A" else 30_000_000
+    for name, s in ((q["name"], s) for q in doc["queries"] for s in q["samples"] if not s["warmup"]):
+        rows = 1 if name == "one" else 2_000_000 if s["target"] == "A" else 30_000_000
         assert s["profile"]["counters"]["read_rows"] == rows, s
         assert s["profile"]["operators"]
     why = {q["name"]: q for q in run_cli("compare", str(out), "--format", "json").json()["queries"]}["sum"]["why"]
@@ -172,6 +173,12 @@ def test_the_embedded_engine_keeps_each_runs_profile_and_says_why(tmp_path, old_
     assert r.code == 0, r.stderr
     notes = load(out)["meta"]["explain"]["A"]["notes"]
     assert len(notes) == 1 and "keeps no system.query_log" in notes[0] and "24.8" in notes[0]
+    # no columns of '-' in the run's table: one line naming what no side reported
+    from chbench.report.run import missing_line, run_table
+    from chbench.results import open_results
+
+    lines = [line.text for line in missing_line(run_table(open_results(out)))]
+    assert lines == ["not reported by any side: server CPU ms, memory bytes"]
 
 
 def test_differential_flame_graph_from_trace_log_rows(tmp_path):

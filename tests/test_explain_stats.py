@@ -102,6 +102,17 @@ def test_a_changed_query_without_profiles_still_carries_why(tmp_path):
     row = build_comparison([str(path)]).doc.queries[0]
     assert row.verdict == "slower" and row.why is not None
     assert row.why["counters"] == [] and row.why["operators"] == [] and "no system.query_log" in row.why["summary"]
+    # one side profiled (26.9) and the other an engine that keeps none (24.8): that side's reason,
+    # not "too few runs with a server profile (0 and 12)"
+    for s in q.samples:
+        if s.target == "B":
+            s.profile = {"counters": {"RealTimeMicroseconds": 20_000.0}, "operators": {}}
+    doc.meta.extra["explain"] = {"A": {"counters": False, "operators": False, "runs": 0,
+                                       "notes": ["embedded@24.8: this engine keeps no system.query_log"]},
+                                 "B": {"counters": True, "operators": True, "runs": 12, "notes": []}}
+    path.write_text(__import__("json").dumps(doc.to_json()))
+    row = build_comparison([str(path)]).doc.queries[0]
+    assert row.why is not None and row.why["summary"] == "embedded@24.8: this engine keeps no system.query_log"
 
 
 def test_an_older_server_without_operator_times_or_a_counter_is_not_a_plan_change():

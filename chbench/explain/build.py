@@ -56,9 +56,9 @@ def explain_rows(doc: ComparisonDoc, a: Side, b: Side, rename: dict[str, str], p
         if not every and row.verdict not in FLAGGED:
             continue
         pa, pb = a.profiles.get(row.name) or [], b_profiles.get(row.name) or []
-        if not pa and not pb:
+        if not pa or not pb:  # a side with none (an engine before 26.9 against 26.9): its own reason
             if row.verdict in FLAGGED:  # every changed row carries why: here, why it is empty
-                row.why = Why(note=_missing(a, b)).to_json()
+                row.why = Why(note=_missing(*[s for s, p in ((a, pa), (b, pb)) if not p])).to_json()
             continue
         why = why_of(pa, pb, paired, row.ratio, row.plan_changed, servers)
         out[row.name] = why
@@ -67,9 +67,10 @@ def explain_rows(doc: ComparisonDoc, a: Side, b: Side, rename: dict[str, str], p
     return out
 
 
-def _missing(a: Side, b: Side) -> str:
-    """Why a changed query has no server profile: what the runs said, or that they are old."""
-    notes = [n for side in (a, b) for n in (side.explain.get("notes") or [])]
+def _missing(*sides: Side) -> str:
+    """Why a changed query has no server profile on these sides: what their runs said, or
+    that they are old."""
+    notes = [n for side in sides for n in (side.explain.get("notes") or [])]
     return notes[0] if notes else NO_PROFILES
 
 

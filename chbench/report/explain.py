@@ -29,7 +29,7 @@ COLUMNS = [
 
 def why_lines(cmp: Comparison) -> list[Text]:
     """One line per slower or faster query (console and Markdown under the table). A reason
-    with no evidence behind it (no profile to read: the embedded engine keeps no query_log)
+    with no evidence behind it (no profile to read: an engine before 26.9 keeps no query_log)
     is the same for every query, so it is said once, naming them."""
     lines: list[Text] = []
     bare: dict[str, list[Any]] = {}

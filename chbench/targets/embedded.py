@@ -10,7 +10,7 @@ The engine starts with a configuration of chbench's own (``logs_config``) that k
 ``system.query_log`` and ``system.processors_profile_log``, so ``chbench explain`` reads
 each run's counters and operator times here as on a server. chDB takes no query_id: each
 timed query is tagged with ``log_comment`` instead (``SET``, untimed, with the settings).
-Releases that ignore the configuration (24.8's chDB 3.3) keep no logs, and say so.
+Builds before 26.9 (24.8, 25.8, 26.1, 26.5, 26.7 tried) read it and keep no logs, and say so.
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ class EmbeddedTarget(Target):
         if self.keeps_logs():
             return None
         return (f"{self.url}: this engine keeps no system.query_log to read each run's counters from (chDB keeps "
-                "it from ClickHouse 26 on; a server target, --target http://… or server@VERSION, has it)")
+                "it from 26.9 on; a server target, --target http://… or server@VERSION, has it)")
 
     def identify_runs(self) -> None:
         """Each timed run tagged with ``log_comment`` = its query_id, by a SET before it
