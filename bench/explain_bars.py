@@ -18,8 +18,11 @@ Parts:
             alternated (--runs each): every query's median on against off (bar: the geometric
             mean within 2%, with the spread of the per-query ratios); `SELECT 1` over HTTP,
             300 runs, client_ms - server_ms on against off (bar: within 0.05 ms).
+  overhead-embedded  the same on the embedded engine, which keeps its logs either way: on
+            against off is the log_comment tag (one untimed SET before each timed run) and
+            the reads after the rounds.
   targets   what explain gives on the 18.16 server (counters only, said), server@26.9 and the
-            embedded engine (says why not, in one line).
+            embedded engine (counters and operators since it keeps its logs).
 
 Timings are noisy and shared: every number comes with the spread seen. Writes
 bench/out/explain_bars.json and prints it.
@@ -189,17 +192,17 @@ def _overheads(path: Path) -> list[float]:
             if not s["warmup"] and s.get("server_ms") is not None]
 
 
-def overhead(res: dict, url: str, runs: int) -> None:
+def overhead(res: dict, url: str, runs: int, key: str = "overhead") -> None:
     ratios: list[list[float]] = []
     one = {"on": [], "off": []}  # type: dict[str, list[float]]
     for i in range(runs):
         meds = {}
         for mode in ("on", "off") if i % 2 == 0 else ("off", "on"):
-            f = OUT / f"v25-overhead-{mode}-{i}.json"
+            f = OUT / f"v25-{key}-{mode}-{i}.json"
             flag = [] if mode == "on" else ["--no-explain"]
             chbench("run", "--target", url, "--scale", "0.3", "--iterations", "10", "--quiet", *flag, "--out", str(f))
             meds[mode] = _medians(f)
-            g = OUT / f"v25-select1-{mode}-{i}.json"
+            g = OUT / f"v25-{key}-select1-{mode}-{i}.json"
             chbench("run", "--target", url, "--query", "SELECT 1", "--iterations", "300", "--warmup", "5", "--quiet",
                     *flag, "--out", str(g))
             one[mode] += _overheads(g)
@@ -207,7 +210,7 @@ def overhead(res: dict, url: str, runs: int) -> None:
     every = [r for rs in ratios for r in rs]
     geo = math.exp(statistics.mean(math.log(r) for r in every))
     on, off = statistics.median(one["on"]), statistics.median(one["off"])
-    res["overhead"] = {"per_run_geomean": [round(math.exp(statistics.mean(math.log(r) for r in rs)), 4)
+    res[key] = {"per_run_geomean": [round(math.exp(statistics.mean(math.log(r) for r in rs)), 4)
                                            for rs in ratios],
                        "ratio_range": [round(min(every), 3), round(max(every), 3)],
                        "select1_on_ms": round(on, 4), "select1_off_ms": round(off, 4),
@@ -250,7 +253,9 @@ def main() -> None:
         for sql in SETUP:
             http(url, sql)
         parts = {"cases": lambda: cases(res, url, args.iterations), "aa": lambda: aa(res, url, args.runs),
-                 "overhead": lambda: overhead(res, url, args.runs), "targets": lambda: targets(res, url)}
+                 "overhead": lambda: overhead(res, url, args.runs),
+                 "overhead-embedded": lambda: overhead(res, "embedded", args.runs, "overhead_embedded"),
+                 "targets": lambda: targets(res, url)}
         for part in args.only.split(","):
             t = time.monotonic()
             parts[part]()
