@@ -147,12 +147,14 @@ def test_legacy_server_counters_from_its_arrays(legacy, tmp_path):
 def test_the_embedded_engine_keeps_each_runs_profile_and_says_why(tmp_path, old_engine):
     """chDB 26.9 keeps query_log with chbench's configuration: each timed run found by its
     log_comment tag, not confused with the untimed queries after it on the same session
-    (the calibration query reads 100M rows); 24.8's engine keeps none and says so."""
+    (the calibration query reads 100M rows), B's after a log_comment of the user's own;
+    24.8's engine keeps none and says so."""
     (tmp_path / "a.sql").write_text(QUERIES.format(rows=2_000_000))
     (tmp_path / "b.sql").write_text(QUERIES.format(rows=30_000_000))
     out = tmp_path / "emb.json"
     r = run_cli("run", "--queries", str(tmp_path / "a.sql"), "--queries-b", str(tmp_path / "b.sql"),
-                "--setting-b", "max_threads=1", "--iterations", "8", "--warmup", "1", "--quiet", "--out", str(out))
+                "--setting-b", "max_threads=1", "--setting-b", "log_comment=mine", "--iterations", "8", "--warmup",
+                "1", "--quiet", "--out", str(out))
     assert r.code in (0, 1), r.stderr
     doc = load(out)
     info = doc["meta"]["explain"]

@@ -87,12 +87,12 @@ def _query_log_sql(cols: set[str], ids: str, since: str, key: str = "query_id") 
     threads = threads_from(cols) or "0"
     extra: list[str] = [c for c in QUERY_LOG_COLUMNS if c in cols]
     tagged = key != "query_id"
-    return (f"SELECT {key}, arrayStringConcat({names}, ','), "
+    return (f"SELECT {key} AS run_id, arrayStringConcat({names}, ','), "
             f"arrayStringConcat(arrayMap(x -> toString(x), {values}), ','), toString({threads})"
             + "".join(f", toString({c})" for c in extra) + (", query_id" if tagged else "")
-            + f" FROM system.query_log WHERE {since}type = 2 AND {key} IN ({ids})"
+            + f" FROM system.query_log WHERE {since}type = 2 AND run_id IN ({ids})"
             + (" AND query_kind != 'Set'" if tagged and "query_kind" in cols else "")
-            + (f" ORDER BY event_time_microseconds LIMIT 1 BY {key}" if tagged else "")), extra
+            + (" ORDER BY event_time_microseconds LIMIT 1 BY run_id" if tagged else "")), extra
 
 
 def collect(target: Target, query_ids: list[str], settle_s: float = 3.0, trace_log: str = "system.trace_log",

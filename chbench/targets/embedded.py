@@ -204,13 +204,14 @@ class EmbeddedTarget(Target):
                 "it from 26.9 on; a server target, --target http://… or server@VERSION, has it)")
 
     def identify_runs(self) -> None:
-        """Each timed run tagged with ``log_comment`` = its query_id, by a SET before it
+        """Each timed run tagged with ``log_comment`` = its query_id (after a value of the
+        user's own: this engine's query_log is read by chbench alone), by a SET before it
         (untimed). Only when asked (run's rounds with explain): in a load loop that SET
         would cost throughput."""
         self._tag = True
 
     def log_id_column(self) -> str:
-        return TAG_SETTING
+        return f"splitByChar(' ', {TAG_SETTING})[-1]"  # the tag, after a log_comment of the user's own
 
     def open(self) -> None:
         self.connect()
@@ -234,8 +235,9 @@ class EmbeddedTarget(Target):
     def _timed(self, sql: str, settings: dict[str, str], query_id: str, fmt: str,
                timeout: float | None = None) -> tuple[Sample, Any]:
         session = self.session
-        if self._tag and session.logs and TAG_SETTING not in settings:  # found by it in query_log (explain)
-            settings = {**settings, TAG_SETTING: query_id}
+        if self._tag and session.logs:  # found by it in query_log (explain)
+            mine = settings.get(TAG_SETTING)  # the user's own (an A/A's "b") goes first
+            settings = {**settings, TAG_SETTING: f"{mine} {query_id}" if mine else query_id}
         session.apply(settings)
         conn = session.conn
         self._before_send()
