@@ -18,6 +18,7 @@ from chbench.clickbench.crash import table_checksum
 from chbench.targets import Credentials, make_target
 from chbench.targets.result import Result, parse_tsv_with_types
 from tests.conftest import (
+    REPO,
     assert_interrupted,
     assert_one_line_error,
     interrupt,
@@ -286,9 +287,11 @@ def test_concurrent_and_mixed_stress(server_hits, tmp_path):
     assert r.code == 0, r.stderr
     md = (d / "m.md").read_text()
     assert "## ClickBench stress: 2 connections, 2 s: m.json" in md and "queries + ingest:" in md
+    hits = REPO / "chbench-hits"  # where an in-process engine would keep its data: refused before that
+    there = hits.exists()
     r = run_cli("clickbench", "stress", "--duration", "1")
     assert_one_line_error(r)
-    assert "server target" in r.stderr
+    assert "server target" in r.stderr and hits.exists() == there
 
 
 def test_interrupted_stress_keeps_the_phase(server_hits, tmp_path):

@@ -211,7 +211,8 @@ class Target(ABC):
         given (a server is sent it anyway; chDB takes none and is told it another way)."""
 
     def log_id_column(self) -> str:
-        """The query_log column holding the id chbench gave a run (``execute``'s query_id)."""
+        """The query_log column (or expression over its columns) holding the id chbench gave
+        a run (``execute``'s query_id)."""
         return "query_id"
 
     def flush_logs(self) -> None:

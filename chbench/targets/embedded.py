@@ -36,12 +36,16 @@ from chbench.targets.url import Protocol, TargetURL
 
 # the engine's configuration: the two logs explain reads, flushed every 7.5 s as a
 # server's are (explain flushes them itself when it reads them). Timed without and with
-# them (SELECT 1 and a 20M-row sum, 3 processes each, alternated, one SET log_comment
-# before each timed query): medians 0.748/0.748, 0.757/0.764, 0.725/0.748 ms and
-# 4.6/4.4, 4.6/4.4, 5.9/4.4 ms — no cost seen
+# them (flushed every 1 s there; SELECT 1 and a 20M-row sum, 3 processes each,
+# alternated, one SET log_comment before each timed query): medians 0.748/0.748,
+# 0.757/0.764, 0.725/0.748 ms and 4.6/4.4, 4.6/4.4, 5.9/4.4 ms — no cost seen
+# A data directory of the user's (embedded:./db, ./chbench-hits) keeps them between runs:
+# kept 3 days (a run's logs are read when its rounds end), so they do not grow for ever.
 LOGS_CONFIG = """<clickhouse>
-  <query_log><database>system</database><table>query_log</table></query_log>
-  <processors_profile_log><database>system</database><table>processors_profile_log</table></processors_profile_log>
+  <query_log><database>system</database><table>query_log</table>
+    <ttl>event_date + INTERVAL 3 DAY DELETE</ttl></query_log>
+  <processors_profile_log><database>system</database><table>processors_profile_log</table>
+    <ttl>event_date + INTERVAL 3 DAY DELETE</ttl></processors_profile_log>
 </clickhouse>
 """
 # what a timed run is found by in query_log: chDB's query() takes no query_id

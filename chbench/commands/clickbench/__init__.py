@@ -45,10 +45,10 @@ def run(args: argparse.Namespace) -> int:
 EMBEDDED_DIR = "chbench-hits"  # where the in-process engine keeps hits between commands
 
 
-def one_target(args: argparse.Namespace, say_where: bool = False) -> Target:
-    """The one target of a ClickBench command, connected. An in-process engine keeps its
-    data in ./chbench-hits unless told otherwise (in memory, the table would vanish with
-    the process)."""
+def one_target(args: argparse.Namespace, say_where: bool = False, connect: bool = True) -> Target:
+    """The one target of a ClickBench command, connected (unless ``connect`` is False). An
+    in-process engine keeps its data in ./chbench-hits unless told otherwise (in memory,
+    the table would vanish with the process)."""
     import sys
 
     from chbench.commands.connection import credentials, target_specs
@@ -64,7 +64,8 @@ def one_target(args: argparse.Namespace, say_where: bool = False) -> Target:
             sys.stderr.write(f"note: embedded engine, data in ./{EMBEDDED_DIR} (--target embedded:DIR for another "
                              "place)\n")
     t = make_target(url, credentials(args))
-    t.connect()
+    if connect:
+        t.connect()
     return t
 
 

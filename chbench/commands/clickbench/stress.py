@@ -43,9 +43,10 @@ def run(args: argparse.Namespace) -> int:
     from chbench.results import ResultsWriter, StressDocument, check_output_path
 
     check_output_path(args.out)
-    target = one_target(args)
+    target = one_target(args, connect=False)
     try:
-        require_server(target, "stress")
+        require_server(target, "stress")  # before connecting: an in-process engine would make ./chbench-hits
+        target.connect()
         if not table_exists(target) or table_rows(target) == 0:
             raise UsageError(f"{target.url} has no rows in table 'hits': run 'chbench clickbench load' first")
     finally:
