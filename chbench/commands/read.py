@@ -52,7 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from chbench.commands.transfer_args import prepare, show
     from chbench.results import ReadDocument, ResultsWriter
-    from chbench.transfer.read import DEFAULT_QUERY, ReadOptions, run_read
+    from chbench.transfer.read import ReadOptions, default_query, run_read
     from chbench.transfer.read_paths import PATHS
     from chbench.ui import say
 
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     if args.query and "{rows}" not in args.query and args.rows is not None:
         raise UsageError("--rows with --query: put {rows} in the query, or leave --rows out")
     rows = args.rows or DEFAULT_ROWS
-    opts = ReadOptions(query=(args.query or DEFAULT_QUERY).replace("{rows}", str(rows)),
+    opts = ReadOptions(query=(args.query or default_query(ep)).replace("{rows}", str(rows)),
                        rows=rows if (args.query is None or "{rows}" in args.query) else None,
                        settings={"max_block_size": str(args.max_block_size)} if args.max_block_size else {},
                        compress=args.compress, repeat=args.repeat, timeout=args.timeout,

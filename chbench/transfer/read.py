@@ -19,6 +19,25 @@ from chbench.transfer.read_paths import PATHS
 DEFAULT_QUERY = "SELECT number, toString(number) AS s FROM numbers_mt({rows})"
 
 
+def default_query(ep: Endpoints) -> str:
+    """DEFAULT_QUERY, reading numbers() on a server without numbers_mt() (18.16, where
+    every path failed with "Unknown table function numbers_mt")."""
+    from chbench.errors import QueryError
+    from chbench.targets import Credentials, make_target
+
+    if ep.embedded is not None:
+        return DEFAULT_QUERY
+    target = make_target(ep.admin_url(), Credentials(password=ep.password, ca_file=ep.ca_file))
+    try:
+        target.connect()
+        target.query_rows("SELECT count() FROM numbers_mt(1)")
+    except QueryError:
+        return DEFAULT_QUERY.replace("numbers_mt(", "numbers(")
+    finally:
+        target.close()
+    return DEFAULT_QUERY
+
+
 def _spawn(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     try:
         p = subprocess.run([sys.executable, "-m", "chbench.transfer.read_process"], input=json.dumps(spec),
