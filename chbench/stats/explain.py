@@ -35,6 +35,9 @@ from chbench.stats.paired import MIN_PAIRS, hl_interval, pair_up
 ALPHA = 0.05
 MATERIAL = 0.05  # a changed metric moved at least this much
 MIN_RUNS = 3  # per side
+# a result of the same rows under this many bytes on both sides: its bytes are the blocks
+# it sits in, not work the query did (moving a MiB takes well under a millisecond)
+SMALL_RESULT = 1 << 20
 PLAN_SHARE = 0.10  # an operator on one side only that takes this share of the operators' time
 
 # the counters a ClickHouse engineer reads first: what the query read, how, and where
@@ -274,9 +277,12 @@ def explain_query(a: list[ProfileRun], b: list[ProfileRun], paired: bool, time_r
               operators=sorted(changed_ops, key=_rank_key), tested=len(tested), unknown=unknown, listed=listed)
     every = {m.name: m for m in tested}
     apart = set(counted_apart)
-    if versions_differ and "result_rows" in every and not every["result_rows"].changed:
+    same_rows = "result_rows" in every and not every["result_rows"].changed
+    small = "result_bytes" in every and max(every["result_bytes"].a, every["result_bytes"].b) < SMALL_RESULT
+    if same_rows and (versions_differ or small):
         # the same rows, in bytes as each version counts them (18.16: 8, 26.9: 136 for one
-        # UInt64): not "the result is 17× the bytes"
+        # UInt64): not "the result is 17× the bytes"; nor, on one version, the blocks a
+        # small result sits in (10 rows: 256 bytes, 9,328 with max_threads=1 on chDB 26.9)
         apart.add("result_bytes")
     for name in apart & set(every):  # each side's own accounting: not a cause, no fact
         every[name].tier = 3  # ranked with the effects, last
