@@ -131,9 +131,9 @@ class Runner:
         for side in self.plan.sides:
             key = id(side.target)
             if key not in connected:
-                connected[key] = side.target.connect()
                 if self.plan.explain or self.plan.server_metrics:
-                    side.target.identify_runs()
+                    side.target.identify_runs()  # before connecting: chDB starts with its logs
+                connected[key] = side.target.connect()
             self.infos[side.id] = connected[key]
 
     def _suite_sources(self) -> None:

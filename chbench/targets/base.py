@@ -207,8 +207,9 @@ class Target(ABC):
                 "--target http://… or server@VERSION, has them)")
 
     def identify_runs(self) -> None:  # noqa: B027 - optional hook
-        """From now on, make each timed run findable in query_log by the query_id it is
-        given (a server is sent it anyway; chDB takes none and is told it another way)."""
+        """Before connecting: make each timed run findable in query_log by the query_id it
+        is given (a server is sent it anyway; chDB keeps the log only when asked, and takes
+        no query_id: it is told it another way)."""
 
     def log_id_column(self) -> str:
         """The query_log column (or expression over its columns) holding the id chbench gave

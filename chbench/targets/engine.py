@@ -114,7 +114,8 @@ class EngineTarget(EmbeddedTarget):
 
         if self._worker is None:
             label = f"embedded@{self.engine.release.clickhouse}"
-            worker = WorkerProcess(self.engine.site, self.path or self._tmp or "", label, logs_config())
+            worker = WorkerProcess(self.engine.site, self.path or self._tmp or "", label,
+                                   logs_config() if self._tag else None)
             try:
                 worker.start()
             except EngineLost as e:
