@@ -235,3 +235,31 @@ def test_native_protocol_collects_the_same(modern, tmp_path):
     assert info["counters"] and info["operators"] and info["runs"] == 3
     assert "SelectedRows" in info["counters_known"]
     assert all(s["profile"]["counters"]["read_rows"] == 2_000_000 for s in doc["queries"][0]["samples"])
+
+
+def test_an_engine_opened_without_its_logs_earlier_in_the_process_says_so():
+    """chDB runs one engine per process: one a command opened without the logs (a load, a
+    set-up) cannot keep them for a run that asks later — said as that, not as a version
+    that keeps none. The other order keeps them."""
+    import subprocess
+    import sys
+
+    snippet = """
+from chbench.targets import Credentials, make_target, parse_target_url
+def target(tagged):
+    t = make_target(parse_target_url("embedded"), Credentials())
+    if tagged:
+        t.identify_runs()
+    t.connect()
+    return t
+first, second = [target(t) for t in {order}]
+print(repr(second.explain_note() if {order}[1] else first.explain_note()))
+"""
+    out = {}
+    for order in ("(False, True)", "(True, False)"):
+        p = subprocess.run([sys.executable, "-c", snippet.format(order=order)], capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == 0, p.stderr
+        out[order] = p.stdout.strip()
+    assert "started without its logs earlier in this process" in out["(False, True)"]
+    assert out["(True, False)"] == "None"

@@ -207,6 +207,10 @@ class EmbeddedTarget(Target):
     def explain_note(self) -> str | None:
         if self.keeps_logs():
             return None
+        if self._tag and self.info is not None and self.info.version_tuple() >= (26, 9):
+            # a version that keeps them, opened without them earlier in this process
+            return (f"{self.url}: this engine was started without its logs earlier in this process: no "
+                    "system.query_log to read each run's counters from")
         return (f"{self.url}: this engine keeps no system.query_log to read each run's counters from (chDB keeps "
                 "it from 26.9 on; a server target, --target http://… or server@VERSION, has it)")
 
