@@ -130,11 +130,12 @@ def concurrent(connect: Connect, queries: list[Query], n: int, duration: float, 
 
 
 def alone(connect: Connect, queries: list[Query], n: int, duration: float, seed: int,
-          timeout: float | None = None, warmup: float = WARMUP_S) -> Phase:
-    """The concurrent test after ``warmup`` seconds of the same load, untimed (kept as
-    the phase's ``warmup_s`` and ``warmup_qps``); Ctrl-C or a lost server during the
-    warm-up returns an empty phase that says why."""
-    warm = concurrent(connect, queries, n, warmup, seed - 1, "warm-up", timeout) if warmup > 0 else None
+          timeout: float | None = None, warmup: float | None = None) -> Phase:
+    """The concurrent test after ``warmup`` seconds (``WARMUP_S`` unless given) of the same
+    load, untimed (kept as the phase's ``warmup_s`` and ``warmup_qps``); Ctrl-C or a lost
+    server during the warm-up returns an empty phase that says why."""
+    seconds = WARMUP_S if warmup is None else warmup
+    warm = concurrent(connect, queries, n, seconds, seed - 1, "warm-up", timeout) if seconds > 0 else None
     if warm is not None and (warm.interrupted or warm.lost):
         return Phase("concurrent", lost=warm.lost, interrupted=warm.interrupted, warmup=warm)
     phase = concurrent(connect, queries, n, duration, seed, timeout=timeout)

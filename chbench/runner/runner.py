@@ -143,7 +143,7 @@ class Runner:
         SQL, and the file's notes say so."""
         suite = [s for s in self.plan.sides if s.scale is not None]
         lacking = sorted({s.id for s in suite if self.infos[s.id].version_tuple() < (20,)
-                          and not _has_numbers_mt(s.target)})
+                          and not s.target.has_table_function(NUMBERS_MT)})
         if not lacking:
             return
         for side in suite:
@@ -152,7 +152,7 @@ class Runner:
         versions = ", ".join(f"{sid} ({self.infos[sid].version})" for sid in lacking)
         note = (f"the built-in suite reads numbers() instead of numbers_mt() on every side: no numbers_mt() on "
                 f"{versions}; one source stream, so its times do not compare with numbers_mt() runs")
-        self.observer.problem(f"chbench: note: {note}")
+        self.observer.note(f"chbench: note: {note}")
         self.doc.meta.extra.setdefault("notes", []).append(note)
 
     def _target_entry(self, side: SidePlan) -> RunTarget:
@@ -622,14 +622,6 @@ class Runner:
         for side in self.plan.sides:
             out.setdefault(id(side.target), (side.target, []))[1].append(side.id)
         return list(out.values())
-
-
-def _has_numbers_mt(target: Target) -> bool:
-    try:
-        target.query_rows(f"SELECT count() FROM {NUMBERS_MT}(1)")
-    except QueryError:
-        return False
-    return True
 
 
 def _some(names: list[str]) -> str:

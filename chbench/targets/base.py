@@ -206,6 +206,10 @@ class Target(ABC):
         return (f"{self.kind}: no system.query_log to read each run's counters from (a server target, "
                 "--target http://… or server@VERSION, has them)")
 
+    def has_table_function(self, name: str) -> bool:
+        """Whether the server has the table function ``name`` (18.16 has no numbers_mt)."""
+        return bool(self.query_rows(f"SELECT 1 FROM system.table_functions WHERE name = '{name}'"))
+
     def identify_runs(self) -> None:  # noqa: B027 - optional hook
         """Before connecting: make each timed run findable in query_log by the query_id it
         is given (a server is sent it anyway; chDB keeps the log only when asked, and takes

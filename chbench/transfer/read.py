@@ -22,7 +22,6 @@ DEFAULT_QUERY = "SELECT number, toString(number) AS s FROM numbers_mt({rows})"
 def default_query(ep: Endpoints) -> str:
     """DEFAULT_QUERY, reading numbers() on a server without numbers_mt() (18.16, where
     every path failed with "Unknown table function numbers_mt")."""
-    from chbench.errors import QueryError
     from chbench.targets import Credentials, make_target
 
     if ep.embedded is not None:
@@ -30,12 +29,11 @@ def default_query(ep: Endpoints) -> str:
     target = make_target(ep.admin_url(), Credentials(password=ep.password, ca_file=ep.ca_file))
     try:
         target.connect()
-        target.query_rows("SELECT count() FROM numbers_mt(1)")
-    except QueryError:
-        return DEFAULT_QUERY.replace("numbers_mt(", "numbers(")
+        if target.has_table_function("numbers_mt"):
+            return DEFAULT_QUERY
     finally:
         target.close()
-    return DEFAULT_QUERY
+    return DEFAULT_QUERY.replace("numbers_mt(", "numbers(")
 
 
 def _spawn(spec: dict[str, Any], timeout: float) -> dict[str, Any]:

@@ -35,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from chbench.clickbench import workload
     from chbench.clickbench.loading import table_exists, table_rows
-    from chbench.clickbench.stress import WARMUP_S, alone, mixed, require_server
+    from chbench.clickbench.stress import alone, mixed, require_server
     from chbench.commands.clickbench import maker, one_target
     from chbench.export.console import ConsoleExporter
     from chbench.export.sections import Report
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             lost = [doc.mixed.get(k, {}).get("lost") for k in ("without_ingest", "with_ingest")]
         else:
             phase = alone(maker(args), queries, args.concurrent, args.duration, args.seed, args.timeout,
-                          WARMUP_S if args.warmup is None else args.warmup)
+                          args.warmup)
             doc.phases = [phase.to_json()]
             interrupted, lost = phase.interrupted, [phase.lost]
         if interrupted:
