@@ -50,7 +50,9 @@ def compared_pairs(ids: list[str], baseline: int = 0) -> list[tuple[str, str]]:
 @dataclass
 class Plan:
     sides: list[SidePlan]
-    warmup: int = 1
+    # warm-up runs per query and side; None: 1, or past the JIT's compile where it is on
+    # (runner/settings.py, jit_warmup)
+    warmup: int | None = None
     iterations: int | None = None  # None: adaptive
     min_runs: int = 5
     max_runs: int = 1000

@@ -54,9 +54,15 @@ def test_default_suite_on_embedded_engine(tmp_path):
         runs = [s for s in q["samples"] if not s["warmup"]]
         assert len(runs) == 3 and all(s["error"] is None and s["client_ms"] > 0 for s in runs)
         assert all(s["server_ms"] is not None and s["query_id"] for s in runs)
-    # between rounds at most every 0.5 s while it has fewer than 5; the rest after the last round
+        # the default warm-up reads the engine's JIT settings: compiled on the 4th use
+        assert sum(1 for s in q["samples"] if s["warmup"]) == 4
+    assert meta["warmup_runs"] == {"A": 4} and meta["options"]["warmup"] is None
+    # between rounds at most every 0.5 s while it has fewer than 5; the rest after the last
+    # round; warmed up past the JIT's compile before the first
     cal = doc["calibration"][0]["samples"]
-    assert len(cal) == 5 and {s["round"] for s in cal} <= {0, 1, 2, 3}
+    measured = [s for s in cal if not s["warmup"]]
+    assert len(measured) == 5 and {s["round"] for s in measured} <= {0, 1, 2, 3}
+    assert [s["warmup"] for s in cal[:4]] == [True] * 4 and len(cal) == 9
     assert "aggregation" in r.stdout  # the summary table
 
 

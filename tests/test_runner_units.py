@@ -505,3 +505,55 @@ def test_clickbench_queries_file_is_recognised_and_named_as_clickbench_numbers_t
     # any other one-query-a-line file stays as it was
     assert [q.name for q in parse_workload("SELECT 1;\nSELECT 2;\n", "x").queries][0].startswith("select-1")
     assert [q.name for q in parse_workload("SELECT count() FROM hits;\nSELECT 1;\n", "x").queries] != ["Q0", "Q1"]
+
+
+def test_the_default_warm_up_runs_past_the_jit_compile_and_an_explicit_one_wins(tmp_path):
+    """ClickHouse compiles an expression on its 4th use (min_count_to_compile_* = 3): the
+    default warm-up covers it on the side where the JIT is on, per the query's own settings
+    too; 18.16's defaults (JIT off) keep one warm-up run; --warmup N is taken as given."""
+    from chbench.runner.settings import jit_warmup
+
+    jit = {"compile_expressions": "1", "min_count_to_compile_expression": "3",
+           "compile_aggregate_expressions": "1", "min_count_to_compile_aggregate_expression": "5",
+           "compile_sort_description": "0", "min_count_to_compile_sort_description": "9"}
+    assert jit_warmup(jit) == 6  # the largest threshold among the switches that are on, plus the compiling run
+    assert jit_warmup({**jit, "compile_aggregate_expressions": "false"}) == 4
+    assert jit_warmup({"compile_expressions": "0", "min_count_to_compile_expression": "3"}) == 0
+    assert jit_warmup({}) == 0
+
+    on = FakeTarget(settings={"readonly": "0", "compile_expressions": "1", "min_count_to_compile_expression": "3"})
+    off = FakeTarget()
+    wl = Workload(queries=[Query("q", "SELECT 1"), Query("own", "SELECT 2", settings={"compile_expressions": "0"})],
+                  source="test")
+    doc = run_plan(_plan((on, wl, {}), (off, wl, {}), warmup=None), None, Progress()).doc
+
+    def warm(name: str, side: str) -> int:
+        q = next(q for q in doc.queries if q.name == name)
+        return sum(1 for s in q.samples if s.warmup and s.target == side)
+
+    assert (warm("q", "A"), warm("own", "A"), warm("q", "B")) == (4, 1, 1)
+    assert doc.meta.extra["warmup_runs"] == {"A": 4, "B": 1} and doc.meta.extra["options"]["warmup"] is None
+    # every warm-up run comes before the query's first timed run on that side
+    q = doc.queries[0]
+    first_timed = min(i for i, s in enumerate(q.samples) if not s.warmup and s.target == "A")
+    assert all(i < first_timed for i, s in enumerate(q.samples) if s.warmup and s.target == "A")
+
+    doc = run_plan(_plan((on, wl, {}), warmup=2), None, Progress()).doc
+    assert all(sum(1 for s in q.samples if s.warmup) == 2 for q in doc.queries)
+    assert "warmup_runs" not in doc.meta.extra
+
+
+def test_the_calibration_query_warms_up_past_the_jit_compile_too(tmp_path):
+    """Its 4th run compiled (+100% seen on the embedded 26.9) and, among 15, made its
+    interval too wide to tell a 5% change of the machine; the warm-up runs are kept in
+    the file, marked, and count towards none of its samples."""
+    from chbench.compare.sides import sides_of
+
+    on = FakeTarget(settings={"readonly": "0", "compile_expressions": "1", "min_count_to_compile_expression": "3"})
+    out = tmp_path / "r.json"
+    doc = run_plan(_plan((on, _workload("q"), {}), calibration=True), str(out), Progress()).doc
+    cal = doc.calibration[0]
+    assert [s.warmup for s in cal.samples[:5]] == [True] * 4 + [False]
+    assert sum(1 for s in cal.samples if s.warmup) == 4 and sum(1 for s in cal.samples if s.ok) >= 5
+    side = sides_of(str(out), open_results(str(out))).sides[0]
+    assert len(side.calibration) == sum(1 for s in cal.samples if s.ok)

@@ -29,7 +29,7 @@ class BisectOptions:
     threshold: float = 0.05
     first_rounds: int = 10
     max_rounds: int = 160
-    warmup: int = 1
+    warmup: int | None = None  # None: the runner's default (Plan.warmup)
     timeout: float | None = None
     settings: dict[str, str] = field(default_factory=dict)
     precision: float | None = None  # keep measuring a decided comparison to ±this

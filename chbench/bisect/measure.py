@@ -31,7 +31,7 @@ class Measurer:
     make_target: Callable[[str], Target]
     workload: Workload  # one query (and its set-up)
     settings: dict[str, str] = field(default_factory=dict)
-    warmup: int = 1
+    warmup: int | None = None
     timeout: float | None = None
     runs: list[dict[str, Any]] = field(default_factory=list)  # every run: {"old", "new", "run": document}
     on_run: Callable[[], None] = lambda: None  # after each run (the caller's checkpoint)

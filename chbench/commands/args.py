@@ -183,6 +183,12 @@ def add_statistics(p: argparse.ArgumentParser, verdict_only: bool = False) -> No
                    help="side by side: pool each side's runs instead of pairing them round by round")
 
 
+def add_warmup(g: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    g.add_argument("--warmup", type=non_negative_int, metavar="N",
+                   help="untimed runs per query and side (default: 1, or past ClickHouse's JIT compile where it is "
+                        "on: 4 on today's defaults; docs/run.md)")
+
+
 def add_verbose(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verbose", action="store_true",
                    help="print each query's full reasoning, its flags and the machine probes (the console and "

@@ -7,7 +7,14 @@ import sys
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from chbench.commands.args import add_quiet, non_negative_int, percent, positive_float, positive_int, setting
+from chbench.commands.args import (
+    add_quiet,
+    add_warmup,
+    percent,
+    positive_float,
+    positive_int,
+    setting,
+)
 from chbench.commands.engines import add_engines_dir, use_engines_dir
 from chbench.errors import UsageError
 
@@ -58,7 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--precision", type=percent, metavar="PCT",
                    help="keep measuring a decided comparison until its interval is within ±this (the step's size "
                         "known better; default: stop once decided)")
-    r.add_argument("--warmup", type=non_negative_int, default=1)
+    add_warmup(r)
     r.add_argument("--timeout", type=positive_float, metavar="S", help="per-query time limit")
     r.add_argument("--out", metavar="FILE", help="results file (default: chbench-bisect-<time>.json)")
     r.add_argument("--engines-from", metavar="DIR",

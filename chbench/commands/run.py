@@ -13,7 +13,7 @@ from chbench.commands.args import (
     add_connection,
     add_quiet,
     add_tests,
-    non_negative_int,
+    add_warmup,
     percent,
     positive_float,
     positive_int,
@@ -84,7 +84,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     b.add_argument("--scale-b", type=positive_float)
     b.add_argument("--queries-b", metavar="FILE", help="queries for side B, matched by name")
     r = p.add_argument_group("how it is run")
-    r.add_argument("--warmup", type=non_negative_int, default=1, help="warm-up runs per query (default 1)")
+    add_warmup(r)
     r.add_argument("--iterations", type=positive_int, help="runs per query (default: adaptive)")
     r.add_argument("--min-runs", type=positive_int, default=5)
     r.add_argument("--precision", type=percent, default=0.02,

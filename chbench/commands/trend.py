@@ -13,7 +13,7 @@ from chbench.commands.args import (
     add_statistics,
     add_suite,
     add_verbose,
-    non_negative_int,
+    add_warmup,
     percent,
     positive_float,
     positive_int,
@@ -61,7 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="adaptive: stop a query when every compared pair's interval is within ±this (default 2%%)")
     r.add_argument("--setting", type=setting, action="append", default=[], metavar="NAME=VALUE",
                    help="a setting for every query on every version")
-    r.add_argument("--warmup", type=non_negative_int, default=1)
+    add_warmup(r)
     r.add_argument("--max-time-per-query", type=positive_float, metavar="S",
                    help="time budget per query over every version (default 6 s per version)")
     r.add_argument("--timeout", type=positive_float, metavar="S", help="per-query time limit")

@@ -11,7 +11,7 @@ from chbench.commands.args import (
     add_statistics,
     add_suite,
     add_verbose,
-    non_negative_int,
+    add_warmup,
     positive_float,
     positive_int,
     suite_outputs,
@@ -49,7 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_suite(w, "side")
     r = p.add_argument_group("how it is run")
     r.add_argument("--iterations", type=positive_int, help="runs per query and side (default: adaptive)")
-    r.add_argument("--warmup", type=non_negative_int, default=1)
+    add_warmup(r)
     # 12 s per query and both sides (not run's 20) bounds a noisy machine: with one core
     # taken by another process no query reached ±2%, each spent its whole budget, and
     # `upgrade 24.8 26.9` took 229 s with 20 s, 144 s with 12 s (the bar: 3 minutes); on

@@ -132,7 +132,7 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
     for c in doc.calibration:
         if c.target in sides:
             sides[c.target].calibration = [float(s.client_ms) for s in c.samples
-                                           if not s.error and s.client_ms is not None]
+                                           if s.ok and s.client_ms is not None]
     if missing and not any(d.times for side in sides.values() for d in side.queries.values()):
         raise UsageError(f"{path}: no {metric} recorded (server timing needs the HTTP summary header, native "
                          "progress packets or a run with --server-metrics)")

@@ -39,6 +39,7 @@ from chbench.runner.quiet import QuietGuard
 from chbench.runner.settings import (
     calibration_settings,
     group_settings,
+    jit_warmup,
     query_settings,
     settings_to_send,
     statement_settings,
@@ -66,11 +67,15 @@ CALIBRATION_PRECISION = 0.015
 CALIBRATION_MAX = 30
 
 
+def _measured(c: Calibration) -> int:
+    return sum(1 for s in c.samples if not s.warmup)
+
+
 def _imprecise(c: Calibration) -> bool:
-    if len(c.samples) < CALIBRATION_MIN:
+    if _measured(c) < CALIBRATION_MIN:
         return True
-    ok = [s.client_ms for s in c.samples if not s.error and s.client_ms is not None]
-    return len(c.samples) < CALIBRATION_MAX and relative_ci_halfwidth(ok) > CALIBRATION_PRECISION
+    ok = [s.client_ms for s in c.samples if s.ok and s.client_ms is not None]
+    return _measured(c) < CALIBRATION_MAX and relative_ci_halfwidth(ok) > CALIBRATION_PRECISION
 
 
 WAKE_SQL = "SELECT 1 FORMAT Null"  # the untimed wake-up after the probes
@@ -333,7 +338,7 @@ class Runner:
                 group.check_queries()
                 # at least one untimed run, as ClickHouse's runner prewarms: what the
                 # static check missed (a missing table) fails there, never timed
-                self._warmup(group.states, max(1, self.plan.warmup))
+                self._warmup(group.states, at_least=1)
                 self._rounds(group.states)
                 self.observer.rounds_done(self, [st.name for st in group.states])
             finally:
@@ -480,13 +485,26 @@ class Runner:
             skip_if_missing(self, st, s)
         self.observer.sample(st, s)
 
-    def _warmup(self, states: list[QueryState], runs: int | None = None) -> None:
-        for _ in range(self.plan.warmup if runs is None else runs):
+    def _warmup(self, states: list[QueryState], at_least: int = 0) -> None:
+        """Each query's untimed runs on each side, round by round: ``--warmup``, or where
+        not given, 1 or past the JIT's compile (``jit_warmup``: 4 runs on today's defaults)."""
+        need = {(st.name, sid): max(at_least, self._warmup_runs(st, sid)) for st in states for sid in st.sides}
+        for k in range(max(need.values(), default=0)):
             for st in states:
                 for sid in st.sides:
-                    if not st.done[sid]:
+                    if not st.done[sid] and k < need[(st.name, sid)]:
                         self._run_once(st, sid, -1, True)
-                self.writer.checkpoint()
+            self.writer.checkpoint()
+
+    def _warmup_runs(self, st: QueryState, sid: str) -> int:
+        if self.plan.warmup is not None:
+            return self.plan.warmup
+        if self.session > 0:  # compiled already: the JIT's cache is the server's (the engine's)
+            return 1
+        n = max(1, jit_warmup({**self.infos[sid].settings, **st.settings[sid]}))
+        runs = self.doc.meta.extra.setdefault("warmup_runs", {})
+        runs[sid] = max(n, runs.get(sid, 0))
+        return n
 
     def _rounds(self, states: list[QueryState]) -> None:
         round_no = 0
@@ -523,7 +541,7 @@ class Runner:
             self.writer.checkpoint()
         # a short run still gets the drift guard's first samples: after the last round no
         # timed query follows them, so they disturb nothing
-        while any(len(c.samples) < CALIBRATION_MIN and c.target not in self.failed_sides
+        while any(_measured(c) < CALIBRATION_MIN and c.target not in self.failed_sides
                   for c in self.doc.calibration):
             self._calibrate(round_no)
         if self.machine is not None:  # and the reference task enough timings to compare machines
@@ -566,8 +584,13 @@ class Runner:
                 continue
             side = self.by_id[c.target]
             sent = self.sent[c.target] if c.settings is None else c.settings
+            if not c.samples:  # past the JIT's compile first, as every query (_warmup_runs)
+                for _ in range(jit_warmup({**self.infos[c.target].settings, **sent})):
+                    c.samples.append(self._execute(side, prepare_sql(c.sql), sent, round_no, True))
+                    if c.samples[-1].error:
+                        break
             s = self._execute(side, prepare_sql(c.sql), sent, round_no, False)
-            if s.error and not c.samples and c.sql != CALIBRATION_FALLBACK_SQL:
+            if s.error and not any(x.ok for x in c.samples) and c.sql != CALIBRATION_FALLBACK_SQL:
                 c.sql = CALIBRATION_FALLBACK_SQL  # e.g. no numbers_mt on 18.x
                 s = self._execute(side, prepare_sql(c.sql), sent, round_no, False)
             c.samples.append(s)

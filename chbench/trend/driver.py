@@ -22,7 +22,7 @@ class TrendPlan:
     versions: list[str]  # what each side is called in the trend: a version, or the target as given
     workload: Workload
     scale: float | None
-    warmup: int
+    warmup: int | None  # None: the runner's default (Plan.warmup)
     iterations: int | None
     max_time_per_query: float
     timeout: float | None
