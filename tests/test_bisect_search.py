@@ -105,3 +105,29 @@ def test_a_step_over_versions_not_installed_names_them():
         in " ".join(out["notes"])
     assert "(spans 26.3.9.1, 26.7.2.1, not installed)" in headline({**out, "found": True})
     assert "not_installed_between" not in summarize(s, versions)["changes"][0]
+
+
+def test_the_measurer_warms_up_past_the_jit_once_per_version():
+    """A version's engine lives through the search: its first run goes past the JIT's
+    compile (4 warm-up runs on today's defaults); later runs of versions measured before
+    need one. An explicit --warmup is kept for every run."""
+    from chbench.bisect.measure import Measurer
+    from chbench.targets.fake import FakeTarget
+    from chbench.workload import Query, Workload
+
+    jit = {"readonly": "0", "compile_expressions": "1", "min_count_to_compile_expression": "3"}
+    wl = Workload(queries=[Query("q", "SELECT 1")], source="test")
+
+    def warmups(run: dict) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for s in run["run"]["queries"][0]["samples"]:
+            out[s["target"]] = out.get(s["target"], 0) + bool(s["warmup"])
+        return out
+
+    m = Measurer(["1", "2", "3"], lambda v: FakeTarget(settings=dict(jit)), wl)
+    assert len(m(0, 2, 3)) == 3 and len(m(0, 2, 3)) == 3 and len(m(0, 1, 3)) == 3
+    assert [warmups(r) for r in m.runs] == [{"A": 4, "B": 4}, {"A": 1, "B": 1}, {"A": 4, "B": 4}]
+    m = Measurer(["1", "2"], lambda v: FakeTarget(settings=dict(jit)), wl, warmup=2)
+    m(0, 1, 3)
+    m(0, 1, 3)
+    assert [warmups(r) for r in m.runs] == [{"A": 2, "B": 2}, {"A": 2, "B": 2}]

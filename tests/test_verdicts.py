@@ -391,6 +391,29 @@ def test_separate_runs_a_shift_within_the_threshold_makes_no_query_a_finding():
     assert side_by_side.queries[3].verdict == "faster"
 
 
+def test_separate_runs_of_one_session_a_shift_within_two_runs_levels_is_no_engine_finding():
+    """One session a side: the level all queries share moves by itself from run to run
+    (sd ~2.2% measured, the reference task steady), so two A/A runs moved -5.4% together
+    and 6 of 10 queries were called faster as "a global change of the engine". A shift
+    whose interval, widened by two runs' levels (±6.3%), reaches 1 is now theirs or the
+    engine's, not told apart: no finding, no query faster only with it counted in. A -12%
+    shift stays the engine's; with sessions (their levels measured) the rule is theirs."""
+    from chbench.stats.shift import RUN_LEVEL_HALF
+
+    probes_saw_nothing = {"probes": {"a": {}, "b": {}}, "busier": None, "material": False, "differences": []}
+    opts = Options(between_run=0.8, measure_between=True)
+    a, b = _separate_pair(10, 0.01, seed=8, moved={q: 0.945 for q in range(10)})
+    res = compare_queries(list(a), a, b, opts, probes_saw_nothing)
+    shift = res.summary.shift
+    assert shift is not None and shift.verdict == "faster" and shift.finding is None
+    assert shift.machine_may is not None and "two runs' levels" in shift.machine_may
+    assert "±6.3%" in shift.machine_may and math.expm1(RUN_LEVEL_HALF) == pytest.approx(0.063, abs=5e-4)
+    assert not any(r.verdict in ("slower", "faster") for r in res.queries)
+    a, b = _separate_pair(10, 0.01, seed=8, moved={q: 0.88 for q in range(10)})
+    shift = compare_queries(list(a), a, b, opts, probes_saw_nothing).summary.shift
+    assert shift is not None and shift.finding == "faster" and shift.machine_may is None
+
+
 def test_separate_runs_with_nothing_known_of_the_machine_make_no_engine_finding_of_a_shift():
     """Two separate runs whose files hold neither probes nor calibration queries (one run
     with --no-probes), every query -15%: the machine's level may have moved that much

@@ -37,6 +37,7 @@ class Measurer:
     on_run: Callable[[], None] = lambda: None  # after each run (the caller's checkpoint)
     targets: dict[str, Target] = field(default_factory=dict)
     prepared: set[str] = field(default_factory=set)
+    measured: set[str] = field(default_factory=set)  # versions whose engine ran the query (its JIT compiled)
 
     def target(self, i: int) -> Target:
         v = self.versions[i]
@@ -52,10 +53,14 @@ class Measurer:
         timed = replace(self.workload, setup=[], teardown=[])  # the data is built once per version
         sides = [SidePlan(sid, self.target(i), timed, dict(self.settings),
                           label=f"ClickHouse {self.versions[i]}") for sid, i in (("A", old), ("B", new))]
-        plan = Plan(sides=sides, warmup=self.warmup, iterations=rounds, timeout=self.timeout, calibration=False,
-                    probes=False, explain=False, more_to_come=True)
+        # a version measured before compiled the query already: one warm-up run is enough
+        # then (the default goes past the JIT's compile: 4 runs, runner/settings.py)
+        warm = self.warmup is None and {self.versions[old], self.versions[new]} <= self.measured
+        plan = Plan(sides=sides, warmup=1 if warm else self.warmup, iterations=rounds, timeout=self.timeout,
+                    calibration=False, probes=False, explain=False, more_to_come=True)
         outcome = run_plan(plan, None, make_progress(True))
         self.runs.append({"old": self.versions[old], "new": self.versions[new], "run": outcome.doc.to_json()})
+        self.measured |= {self.versions[old], self.versions[new]}
         self.on_run()
         if outcome.outcome is Outcome.INTERRUPTED:
             raise KeyboardInterrupt

@@ -17,6 +17,7 @@ from chbench.compare.pertest import per_test, test_of_queries, thresholds_of
 from chbench.compare.sides import Side, Sides, merge_sides, sides_of, without_round_factors
 from chbench.errors import UsageError
 from chbench.explain.build import explain_rows
+from chbench.machine.reference import warm
 from chbench.results import open_results
 from chbench.results.run import configuration_diff
 from chbench.stats.compare import (
@@ -27,7 +28,7 @@ from chbench.stats.compare import (
     machine_change,
     sessions_measure_level,
 )
-from chbench.stats.machine import describe, difference, reference_change, summarize
+from chbench.stats.machine import REFERENCE_MIN, describe, difference, reference_change, summarize
 from chbench.stats.paired import rounds_to_show_a_change
 from chbench.stats.verdict import (
     FASTER,
@@ -213,14 +214,15 @@ def machine_state(a: Side, b: Side) -> dict[str, Any] | None:
 
 
 def _reference_ms(side: Side) -> list[float]:
-    """The reference task's timings, without those taken while other processes used more
+    """The reference task's warm timings (machine/reference.py), without those taken while other processes used more
     than the run's --quiet-threshold of the CPUs (where the CPU timeline judged them):
     the runs' busy moments were set aside, and the machine is compared on the rest."""
     readings = side.machine.get("reference", [])
     limit = next((rec.get("threshold") for rec in side.set_aside), None) or 0.10
     cpus = next((int(r["cpus"]) for r in side.machine.get("client", []) if r.get("cpus")), 1)
     kept = [r for r in readings if r.get("others_cores") is None or r["others_cores"] / cpus <= limit]
-    return [ms for r in (kept if len(kept) >= 2 else readings) for ms in r["ms"]]
+    use = kept if sum(len(warm(r["ms"])) for r in kept) >= REFERENCE_MIN else readings
+    return [ms for r in use for ms in warm(r["ms"])]
 
 
 def _kept_others(probes: dict[str, dict[str, Any]], a: Side, b: Side) -> None:

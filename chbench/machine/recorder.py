@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from chbench.machine.probes import ClientProbe, ServerProbe
-from chbench.machine.reference import ReferenceProbe
+from chbench.machine.reference import ReferenceProbe, warm
 from chbench.machine.timeline import MIN_WINDOW_S, TICK_S, BusyTimeline
 from chbench.targets import Target
 
@@ -69,7 +69,7 @@ class MachineRecorder:
         uncompared, and 1,186 of the 1,213 false alarms of their A/A pairs were in such
         pairs (the whole suite moved up to +36% between runs seconds apart)."""
         at = {"round": round_no, "session": session, "at": round(time.time(), 3)}
-        while self.reference is not None and sum(len(r["ms"]) for r in self.into.get("reference", [])) < samples:
+        while self.reference is not None and sum(len(warm(r["ms"])) for r in self.into.get("reference", [])) < samples:
             if not self._read_reference(at):
                 break
 

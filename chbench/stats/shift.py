@@ -43,6 +43,18 @@ MIN_QUERIES = 4
 # `faster` as "a global change of the engine"; nothing had changed but the hour (the next
 # A/A pair, both with probes: B's reference task +30%, the machine's)
 UNKNOWN_MACHINE = "the files do not both hold machine probes or calibration queries"
+# separate runs of one session each: the level every query shares moves from run to run by
+# itself. Measured (2026-12-07, 10 + 10 runs of the built-in suite back to back, embedded
+# 26.9, --iterations 15): the runs' levels (each run's median over queries of their log
+# medians) spread with sd 1.9% and 2.4%, while the reference task, which times the machine
+# alone, stayed within ±1% — the engine's process, not the machine. So two runs' levels
+# differ by up to ±6% (95%) with nothing changed: one A/A pair moved -5.4% together and 6
+# of its 10 queries were called faster as "a global change of the engine". --sessions
+# measures this level (compare.sessions_level: 0.9–6.2% sd, 2026-12-03); one session
+# cannot, so a shift within 1.96 × √2 × RUN_LEVEL_SD is the runs' level or the
+# engine's, not told apart: one whose interval, widened by two runs' levels, reaches 1.
+RUN_LEVEL_SD = 0.022
+RUN_LEVEL_HALF = 1.959963984540054 * math.sqrt(2) * RUN_LEVEL_SD  # 95%, log: ±6.3%
 
 
 @dataclass(frozen=True)
@@ -114,8 +126,10 @@ def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], test
     limit = float((machine or {}).get("explains_up_to") or math.inf)
     beyond_machine = 2 * sum(rows[i].beyond(limit, centre > 0) for i in idx) > len(idx)
     explained, by = (False, None) if beyond_machine else _explained(centre, machine)
-    may = None if explained or beyond_machine else _machine_may(centre, machine, separate)
     beyond = abs(centre) >= math.log1p(threshold)
+    # (a shift within the threshold makes no finding and no query's: apply_shift)
+    may = None if explained or beyond_machine else (_machine_may(centre, machine, separate) or (
+        _runs_level_may(centre, (hi - lo) / 2, level, separate) if beyond else None))
     verdict = ("slower" if centre > 0 else "faster") if beyond else "no change"
     return CommonShift(
         ratio=ratio, ci=(float(math.exp(lo)), float(math.exp(hi))), ci_queries=ci_queries, level_half=level_half,
@@ -150,6 +164,16 @@ def _machine_may(centre: float, machine: dict[str, Any] | None, separate: bool) 
     if not machine or machine.get("maybe_busier") != ("B" if centre > 0 else "A"):
         return None
     return str(machine.get("maybe_why") or "reference task")
+
+
+def _runs_level_may(centre: float, half: float, level: tuple[float, int] | None, separate: bool) -> str | None:
+    """Separate runs without sessions (their level unmeasured): a shift whose interval
+    (half-width ``half``, log), widened by two runs' own levels (RUN_LEVEL_HALF), reaches
+    1 may be theirs."""
+    if not separate or level is not None or abs(centre) > math.hypot(half, RUN_LEVEL_HALF):
+        return None
+    return (f"two runs' levels differ by up to ±{math.expm1(RUN_LEVEL_HALF):.1%} with nothing changed, and one "
+            "session a side cannot measure theirs; --sessions 3 does")
 
 
 def _why(ratio: float, lo: float, hi: float, sharing: int, n: int, verdict: str, explained: bool,
