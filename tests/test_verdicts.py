@@ -409,6 +409,7 @@ def test_separate_runs_of_one_session_a_shift_within_two_runs_levels_is_no_engin
     assert shift.machine_may is not None and "two runs' levels" in shift.machine_may
     assert "±6.3%" in shift.machine_may and math.expm1(RUN_LEVEL_HALF) == pytest.approx(0.063, abs=5e-4)
     assert not any(r.verdict in ("slower", "faster") for r in res.queries)
+    assert "the runs' own levels may explain it" in shift.why
     a, b = _separate_pair(10, 0.01, seed=8, moved={q: 0.88 for q in range(10)})
     shift = compare_queries(list(a), a, b, opts, probes_saw_nothing).summary.shift
     assert shift is not None and shift.finding == "faster" and shift.machine_may is None

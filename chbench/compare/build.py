@@ -214,9 +214,10 @@ def machine_state(a: Side, b: Side) -> dict[str, Any] | None:
 
 
 def _reference_ms(side: Side) -> list[float]:
-    """The reference task's warm timings (machine/reference.py), without those taken while other processes used more
-    than the run's --quiet-threshold of the CPUs (where the CPU timeline judged them):
-    the runs' busy moments were set aside, and the machine is compared on the rest."""
+    """The reference task's warm timings (machine/reference.py), without those taken
+    while other processes used more than the run's --quiet-threshold of the CPUs (where
+    the CPU timeline judged them): the runs' busy moments were set aside, and the
+    machine is compared on the rest."""
     readings = side.machine.get("reference", [])
     limit = next((rec.get("threshold") for rec in side.set_aside), None) or 0.10
     cpus = next((int(r["cpus"]) for r in side.machine.get("client", []) if r.get("cpus")), 1)

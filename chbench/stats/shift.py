@@ -55,6 +55,12 @@ UNKNOWN_MACHINE = "the files do not both hold machine probes or calibration quer
 # engine's, not told apart: one whose interval, widened by two runs' levels, reaches 1.
 RUN_LEVEL_SD = 0.022
 RUN_LEVEL_HALF = 1.959963984540054 * math.sqrt(2) * RUN_LEVEL_SD  # 95%, log: ±6.3%
+RUN_LEVEL = "two runs' levels"  # how its machine_may begins: the runs', not the probes'
+
+
+def who_may(may: str) -> str:
+    """What may explain a shift, as the lines name it."""
+    return "the runs' own levels" if may.startswith(RUN_LEVEL) else "the machine"
 
 
 @dataclass(frozen=True)
@@ -172,7 +178,7 @@ def _runs_level_may(centre: float, half: float, level: tuple[float, int] | None,
     1 may be theirs."""
     if not separate or level is not None or abs(centre) > math.hypot(half, RUN_LEVEL_HALF):
         return None
-    return (f"two runs' levels differ by up to ±{math.expm1(RUN_LEVEL_HALF):.1%} with nothing changed, and one "
+    return (f"{RUN_LEVEL} differ by up to ±{math.expm1(RUN_LEVEL_HALF):.1%} with nothing changed, and one "
             "session a side cannot measure theirs; --sessions 3 does")
 
 
@@ -200,7 +206,7 @@ def _why(ratio: float, lo: float, hi: float, sharing: int, n: int, verdict: str,
                 f"change of the engine or its configuration: {verdict}")
     if may:
         seen = "" if may == UNKNOWN_MACHINE else "the probes name no busier run, but "
-        return (f"{head}; {seen}the machine may explain it ({may}): machine or engine, not told apart — not a "
+        return (f"{head}; {seen}{who_may(may)} may explain it ({may}): machine or engine, not told apart — not a "
                 "finding; a query beyond the threshold only with this shift counted in is unstable")
     if machine is None:  # side by side: both sides shared the machine
         return f"{head}, on a machine both sides shared → a global change of the engine or its configuration: {verdict}"
@@ -238,9 +244,10 @@ def apply_shift(rows: list[QueryComparison], against: list[QueryComparison], tes
             r.vs_one = Evidence(r.verdict, ci=r.ci, p_adjusted=r.p_adjusted, reasoning=r.reasoning)
             r.verdict = UNSTABLE
             r.reasons = [f"{pct(r.ratio or 1.0)} against 1 but {pct(s.ratio or 1.0)} against the common shift "
-                         f"({pct(shift.ratio)}), which the machine may explain ({shift.machine_may})"]
+                         f"({pct(shift.ratio)}), which {who_may(shift.machine_may)} may explain "
+                         f"({shift.machine_may})"]
             r.reasoning = "cannot tell a change from the runs' common shift: " + r.reasons[0]
-            r.reason = f"beyond ±{threshold:.0%} only with a shift the machine may explain"
+            r.reason = f"beyond ±{threshold:.0%} only with a shift {who_may(shift.machine_may)} may explain"
         elif separate and r.verdict in FLAGGED and shift.verdict == NO_CHANGE and s.verdict != r.verdict:
             # a shift within the threshold is no finding, so it must not make one: a query
             # beyond the threshold only with the shift counted in is the shift's doing,
