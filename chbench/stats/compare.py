@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from chbench.stats.paired import MIN_PAIRS, Pairs, analyse, bootstrap, pair_up, resampled_medians
+from chbench.stats.paired import MIN_PAIRS, Z95, Pairs, analyse, bootstrap, pair_up, resampled_medians
 from chbench.stats.stopping import equivalence_interval, equivalent
 from chbench.stats.summary import instability_reasons, median_ci, percentiles, rel_mad, relative_ci_halfwidth
 from chbench.stats.verdict import (
@@ -45,7 +45,6 @@ from chbench.stats.verdict import (
     pct,
 )
 
-Z95 = 1.959963984540054
 BOOTSTRAP = 2000
 SEED = 20261130
 TOO_SHORT_MS = 50.0

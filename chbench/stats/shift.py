@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from chbench.stats.paired import Z95
 from chbench.stats.verdict import (
     FLAGGED,
     NO_CHANGE,
@@ -54,7 +55,7 @@ UNKNOWN_MACHINE = "the files do not both hold machine probes or calibration quer
 # cannot, so a shift within 1.96 × √2 × RUN_LEVEL_SD is the runs' level or the
 # engine's, not told apart: one whose interval, widened by two runs' levels, reaches 1.
 RUN_LEVEL_SD = 0.022
-RUN_LEVEL_HALF = 1.959963984540054 * math.sqrt(2) * RUN_LEVEL_SD  # 95%, log: ±6.3%
+RUN_LEVEL_HALF = Z95 * math.sqrt(2) * RUN_LEVEL_SD  # 95%, log: ±6.3%
 RUN_LEVEL = "two runs' levels"  # how its machine_may begins: the runs', not the probes'
 
 
