@@ -406,7 +406,7 @@ def test_separate_runs_of_one_session_a_shift_within_two_runs_levels_is_no_engin
     res = compare_queries(list(a), a, b, opts, probes_saw_nothing)
     shift = res.summary.shift
     assert shift is not None and shift.verdict == "faster" and shift.finding is None
-    assert shift.machine_may is not None and "two runs' levels" in shift.machine_may
+    assert shift.machine_may is not None and "two runs' levels" in shift.machine_may and shift.may_by == "runs"
     assert "±6.3%" in shift.machine_may and math.expm1(RUN_LEVEL_HALF) == pytest.approx(0.063, abs=5e-4)
     assert not any(r.verdict in ("slower", "faster") for r in res.queries)
     assert "the runs' own levels may explain it" in shift.why
@@ -429,6 +429,7 @@ def test_separate_runs_with_nothing_known_of_the_machine_make_no_engine_finding_
     shift = res.summary.shift
     assert shift is not None and shift.finding is None and shift.verdict == "faster"
     assert shift.machine_may == "the files do not both hold machine probes or calibration queries"
+    assert shift.may_by == "machine" and "the machine may explain it" in shift.why
     assert "machine or engine, not told apart" in shift.why and "both sides shared" not in shift.why
     others = [r for i, r in enumerate(res.queries) if i != 3]
     assert all(r.verdict == "unstable" and r.vs_one is not None and r.vs_one.verdict == "faster" for r in others)

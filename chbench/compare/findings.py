@@ -103,7 +103,7 @@ def findings(doc: ComparisonDoc, separate: bool, advice: Advice = ADVICE["chbenc
         out.append(f"all queries {pct(shift.ratio)} together, {_not_the_machine(machine, separate)}: a global "
                    "change of the engine or its configuration")
     elif shift is not None and shift.machine_may and shift.verdict != "no change":
-        out.append(f"all queries {pct(shift.ratio)} together, which {who_may(shift.machine_may)} may explain "
+        out.append(f"all queries {pct(shift.ratio)} together, which {who_may(shift.may_by)} may explain "
                    f"({shift.machine_may}): machine or engine, not told apart; {measure_with(advice)}")
     elif busier:
         out.append(f"{busier} ran on a busier machine ({what}); rerun {busier}, or measure side by side")

@@ -56,12 +56,12 @@ UNKNOWN_MACHINE = "the files do not both hold machine probes or calibration quer
 # engine's, not told apart: one whose interval, widened by two runs' levels, reaches 1.
 RUN_LEVEL_SD = 0.022
 RUN_LEVEL_HALF = Z95 * math.sqrt(2) * RUN_LEVEL_SD  # 95%, log: ±6.3%
-RUN_LEVEL = "two runs' levels"  # how its machine_may begins: the runs', not the probes'
+WHO_MAY = {"machine": "the machine", "runs": "the runs' own levels"}  # CommonShift.may_by, as the lines name it
 
 
-def who_may(may: str) -> str:
-    """What may explain a shift, as the lines name it."""
-    return "the runs' own levels" if may.startswith(RUN_LEVEL) else "the machine"
+def who_may(by: str | None) -> str:
+    """What may explain a shift (``CommonShift.may_by``), as the lines name it."""
+    return WHO_MAY[by or "machine"]
 
 
 @dataclass(frozen=True)
@@ -135,8 +135,11 @@ def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], test
     explained, by = (False, None) if beyond_machine else _explained(centre, machine)
     beyond = abs(centre) >= math.log1p(threshold)
     # (a shift within the threshold makes no finding and no query's: apply_shift)
-    may = None if explained or beyond_machine else (_machine_may(centre, machine, separate) or (
-        _runs_level_may(centre, (hi - lo) / 2, level, separate) if beyond else None))
+    may, may_by = None, None
+    if not (explained or beyond_machine):
+        may, may_by = _machine_may(centre, machine, separate), "machine"
+        if may is None and beyond:
+            may, may_by = _runs_level_may(centre, (hi - lo) / 2, level, separate), "runs"
     verdict = ("slower" if centre > 0 else "faster") if beyond else "no change"
     return CommonShift(
         ratio=ratio, ci=(float(math.exp(lo)), float(math.exp(hi))), ci_queries=ci_queries, level_half=level_half,
@@ -145,8 +148,8 @@ def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], test
         # a global finding that counts like a slower query: beyond the threshold and not the machine's
         finding=verdict if verdict != "no change" and not explained and not may else None,
         why=_why(ratio, lo, hi, sharing, n, verdict, explained, by, threshold, machine, level_half, may,
-                 limit if beyond_machine else None),
-        machine_may=may)
+                 limit if beyond_machine else None, may_by),
+        machine_may=may, may_by=may_by if may else None)
 
 
 def _explained(centre: float, machine: dict[str, Any] | None) -> tuple[bool, str | None]:
@@ -179,13 +182,13 @@ def _runs_level_may(centre: float, half: float, level: tuple[float, int] | None,
     1 may be theirs."""
     if not separate or level is not None or abs(centre) > math.hypot(half, RUN_LEVEL_HALF):
         return None
-    return (f"{RUN_LEVEL} differ by up to ±{math.expm1(RUN_LEVEL_HALF):.1%} with nothing changed, and one "
+    return (f"two runs' levels differ by up to ±{math.expm1(RUN_LEVEL_HALF):.1%} with nothing changed, and one "
             "session a side cannot measure theirs; --sessions 3 does")
 
 
 def _why(ratio: float, lo: float, hi: float, sharing: int, n: int, verdict: str, explained: bool,
          by: str | None, threshold: float, machine: dict[str, Any] | None, level_half: float = 0.0,
-         may: str | None = None, beyond: float | None = None) -> str:
+         may: str | None = None, beyond: float | None = None, may_by: str | None = None) -> str:
     head = (f"{sharing} of {n} queries moved together: {pct(ratio)} "
             f"[{pct(math.exp(lo))}, {pct(math.exp(hi))}]")
     if level_half:
@@ -207,7 +210,7 @@ def _why(ratio: float, lo: float, hi: float, sharing: int, n: int, verdict: str,
                 f"change of the engine or its configuration: {verdict}")
     if may:
         seen = "" if may == UNKNOWN_MACHINE else "the probes name no busier run, but "
-        return (f"{head}; {seen}{who_may(may)} may explain it ({may}): machine or engine, not told apart — not a "
+        return (f"{head}; {seen}{who_may(may_by)} may explain it ({may}): machine or engine, not told apart — not a "
                 "finding; a query beyond the threshold only with this shift counted in is unstable")
     if machine is None:  # side by side: both sides shared the machine
         return f"{head}, on a machine both sides shared → a global change of the engine or its configuration: {verdict}"
@@ -245,10 +248,10 @@ def apply_shift(rows: list[QueryComparison], against: list[QueryComparison], tes
             r.vs_one = Evidence(r.verdict, ci=r.ci, p_adjusted=r.p_adjusted, reasoning=r.reasoning)
             r.verdict = UNSTABLE
             r.reasons = [f"{pct(r.ratio or 1.0)} against 1 but {pct(s.ratio or 1.0)} against the common shift "
-                         f"({pct(shift.ratio)}), which {who_may(shift.machine_may)} may explain "
+                         f"({pct(shift.ratio)}), which {who_may(shift.may_by)} may explain "
                          f"({shift.machine_may})"]
             r.reasoning = "cannot tell a change from the runs' common shift: " + r.reasons[0]
-            r.reason = f"beyond ±{threshold:.0%} only with a shift {who_may(shift.machine_may)} may explain"
+            r.reason = f"beyond ±{threshold:.0%} only with a shift {who_may(shift.may_by)} may explain"
         elif separate and r.verdict in FLAGGED and shift.verdict == NO_CHANGE and s.verdict != r.verdict:
             # a shift within the threshold is no finding, so it must not make one: a query
             # beyond the threshold only with the shift counted in is the shift's doing,

@@ -223,13 +223,15 @@ class CommonShift:
     # separate runs: the machine may explain it (the reference task moved its way, not
     # significantly) — neither taken out nor the engine's finding; what was seen, or None
     machine_may: str | None = None
+    may_by: str | None = None  # who may explain it: "machine" (probes, reference task, none) or "runs" (their levels)
 
     def to_json(self) -> dict[str, Any]:
         return {"ratio": self.ratio, "ci": _pair(self.ci), "ci_queries": _pair(self.ci_queries),
                 "level_half": self.level_half, "queries_sharing": self.queries_sharing,
                 "queries": self.queries, "scatter_sd": self.scatter_sd, "within_sd": self.within_sd,
                 "explained_by_machine": self.explained_by_machine, "explained_by": self.explained_by,
-                "machine_may": self.machine_may, "verdict": self.verdict, "finding": self.finding, "why": self.why}
+                "machine_may": self.machine_may, "may_by": self.may_by, "verdict": self.verdict,
+                "finding": self.finding, "why": self.why}
 
 
 @dataclass
