@@ -30,9 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chbench.bisect.search import BisectStep, Decision
-from chbench.stats.paired import hl_interval
+from chbench.stats.paired import Z95, hl_interval
 
-Z95 = 1.959964
 # the decisions' interval level: 99%, since a bisect looks many times (up to five per
 # comparison, eight comparisons or so): simulated with per-round noise drawn from a real
 # A/A file (robust sd 8.4%), a +5% step among 64 versions was found in 35 of 40 chains at
