@@ -179,6 +179,22 @@ def test_timeout_kills_the_worker_and_the_next_query_gets_a_fresh_one():
         t.close()
 
 
+def test_a_session_reconnect_starts_a_fresh_worker_process():
+    """What `run --sessions N` does between sessions (runner._next_session: close, then
+    connect): a new process, so a level a process gives one query for its life is in the
+    sessions' spread (docs/run.md); the in-process engine cannot do this."""
+    t = make_target("embedded@26.9", Credentials())
+    try:
+        t.connect()
+        assert t.query_rows("SELECT 1") == [["1"]]
+        first = t.pid
+        t.close()
+        t.connect()
+        assert t.query_rows("SELECT 1") == [["1"]] and t.pid != first
+    finally:
+        t.close()
+
+
 def test_a_killed_engine_process_is_a_lost_target_and_keeps_the_results(tmp_path):
     out = tmp_path / "lost.json"
     proc = spawn_cli("run", "--target", "embedded@26.9", "--query", "SELECT sleep(0.2)", "--iterations", "200",

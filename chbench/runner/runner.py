@@ -230,7 +230,9 @@ class Runner:
             self.doc.meta.extra["sessions"] = [{"index": 0, "started_at": now_iso()}]
             if any(s.target.capabilities.in_process for s in self.plan.sides):
                 self.doc.meta.extra.setdefault("notes", []).append(
-                    "sessions of the in-process engine share its process: separated by the pause, not a restart")
+                    "sessions of the in-process engine share its process: separated by the pause, not a restart; "
+                    "a level the process gives one query for its life is not in their spread (seen: one query "
+                    "-15% in all three sessions of one run); --target embedded@VERSION starts a process per session")
         with self.writer:  # any other error still finishes the file ("failed")
             try:
                 stop = self._sessions(states)
