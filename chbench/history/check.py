@@ -160,12 +160,18 @@ def check(runs: list[HistoryRun], reported: list[Reported], opts: CheckOptions |
 
 def _configured(changes: list[SeriesChange], table: SeriesTable, runs: list[HistoryRun]) -> None:
     """A note on each change where the user changed the configuration (version, settings)."""
-    cols = {(s.name, s.key): [p.col for p in s.points] for s in [*table.series, table.suite]}
+    cols = _columns(table)
     for c in changes:
         col = cols[(c.query, c.key)][c.index]
         config = _configuration_change(runs, col)
         if config:
             c.notes.append(f"{CONFIGURATION_CHANGED}: {config}")
+
+
+def _columns(table: SeriesTable) -> dict[tuple[str, str], list[int]]:
+    """Per series (query, key), the run column of each of its points: a change's index is
+    its place in its own series, which skips the runs that query did not succeed in."""
+    return {(s.name, s.key): [p.col for p in s.points] for s in [*table.series, table.suite]}
 
 
 def _harder_hit(changes: list[SeriesChange], machine: list[SeriesChange], table: SeriesTable,
@@ -179,15 +185,15 @@ def _harder_hit(changes: list[SeriesChange], machine: list[SeriesChange], table:
     query alike (compare's rule against a machine's shift: stats/compare.py)."""
     if not machine:
         return changes
-    cols = {(s.name, s.key): [p.col for p in s.points] for s in [*table.series, table.suite]}
+    cols = _columns(table)
     steps = [(cols[(m.query, m.key)][m.index], math.log(m.ratio), m.run_id) for m in machine]
     out = []
     for c in changes:
         col, size = cols[(c.query, c.key)][c.index], math.log(c.ratio)
         near = math.log(c.ci[0] if size > 0 else c.ci[1])  # the interval's end nearest to no change
-        hit = next((m for m in steps if abs(col - m[0]) <= SAME_CHANGE and m[1] * size > 0 and abs(near) < abs(m[1])),
-                   None)
-        if c.kind == TREND or hit is None:
+        hit = None if c.kind == TREND else next(
+            (m for m in steps if abs(col - m[0]) <= SAME_CHANGE and m[1] * size > 0 and abs(near) < abs(m[1])), None)
+        if hit is None:
             out.append(c)
             continue
         notes.append(f"{c.query}: {c.ratio - 1:+.1%} [{c.ci[0] - 1:+.1%}, {c.ci[1] - 1:+.1%}] from run {c.run_id}, "

@@ -135,11 +135,15 @@ def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], test
     explained, by = (False, None) if beyond_machine else _explained(centre, machine)
     beyond = abs(centre) >= math.log1p(threshold)
     # (a shift within the threshold makes no finding and no query's: apply_shift)
-    may, may_by = None, None
+    may: str | None = None
+    may_by: str | None = None  # who: "machine" or "runs", set with ``may``
     if not (explained or beyond_machine):
-        may, may_by = _machine_may(centre, machine, separate), "machine"
+        may = _machine_may(centre, machine, separate)
         if may is None and beyond:
-            may, may_by = _runs_level_may(centre, (hi - lo) / 2, level, separate), "runs"
+            may = _runs_level_may(centre, (hi - lo) / 2, level, separate)
+            may_by = "runs" if may else None
+        elif may is not None:
+            may_by = "machine"
     verdict = ("slower" if centre > 0 else "faster") if beyond else "no change"
     return CommonShift(
         ratio=ratio, ci=(float(math.exp(lo)), float(math.exp(hi))), ci_queries=ci_queries, level_half=level_half,
@@ -149,7 +153,7 @@ def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], test
         finding=verdict if verdict != "no change" and not explained and not may else None,
         why=_why(ratio, lo, hi, sharing, n, verdict, explained, by, threshold, machine, level_half, may,
                  limit if beyond_machine else None, may_by),
-        machine_may=may, may_by=may_by if may else None)
+        machine_may=may, may_by=may_by)
 
 
 def _explained(centre: float, machine: dict[str, Any] | None) -> tuple[bool, str | None]:
