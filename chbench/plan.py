@@ -83,6 +83,7 @@ class Plan:
     session_gap: float = 5.0  # seconds between sessions
     max_threads: int | None = None
     more_to_come: bool = False  # bisect: further runs add rounds, judged together (no warning of too few)
+    notes: list[str] = field(default_factory=list)  # what the plan made of what was asked: in the file's notes
 
     @property
     def side_by_side(self) -> bool:

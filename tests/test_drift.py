@@ -323,7 +323,9 @@ def test_sessions_run_and_several_files_per_side(tmp_path):
     last = {s: max(rd for ss, rd in probed if ss == s) for s, _ in probed}
     assert all(r["round"] > last[r["session"]] for r in ref if (r["session"], r["round"]) not in probed)
     assert all(len(r["ms"]) == 3 and min(r["ms"]) > 0 for r in ref)
-    assert "share its process" in " ".join(doc["meta"]["notes"])
+    # each session in a fresh process of the same engine (targets/engine.py, process_per_session)
+    assert doc["targets"][0]["url"].startswith("embedded@26.9")
+    assert "in a process each session starts anew" in " ".join(doc["meta"]["notes"])
     for f in (b, c):  # a run of one session, too short for more than one probe reading
         assert run_cli("run", *fast, "--out", str(f)).code == 0
         assert sum(len(r["ms"]) for r in load(f)["machine"]["reference"]) >= 5
@@ -332,6 +334,8 @@ def test_sessions_run_and_several_files_per_side(tmp_path):
     out = r.json()
     assert out["vs"] == [str(b), str(c)]
     assert any("measured from 3 session(s) of A and 2 of B" in n for n in out["notes"])
+    assert any(n.startswith("A's engine ran in an engine worker process, B's in chbench's process")
+               for n in out["notes"])
     # each query's own sessions, and the machine's level in each session (taken out of every
     # query by the round factors) added back as the shared level's uncertainty
     assert all(q.get("between_run_from", "").startswith("3/2 sessions and their machine levels")

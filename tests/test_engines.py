@@ -195,6 +195,16 @@ def test_a_session_reconnect_starts_a_fresh_worker_process():
         t.close()
 
 
+def test_sessions_put_the_in_process_engine_in_a_worker_and_leave_other_targets_alone(tmp_path):
+    from chbench.targets.engine import EngineTarget, process_per_session
+
+    moved = process_per_session(make_target(f"embedded:{tmp_path}", Credentials()))
+    assert isinstance(moved, EngineTarget) and moved.url.startswith("embedded@26.9") and moved.path == str(tmp_path)
+    for spec in ("embedded@26.9", "http://127.0.0.1:1"):
+        kept = make_target(spec, Credentials())
+        assert process_per_session(kept) is kept
+
+
 def test_a_killed_engine_process_is_a_lost_target_and_keeps_the_results(tmp_path):
     out = tmp_path / "lost.json"
     proc = spawn_cli("run", "--target", "embedded@26.9", "--query", "SELECT sleep(0.2)", "--iterations", "200",

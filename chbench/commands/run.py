@@ -140,7 +140,13 @@ def build_plan(args: argparse.Namespace) -> Plan:
 
     if [args.queries, args.queries_b, *args.query].count("-") > 1:
         raise UsageError("only one of --queries, --queries-b and --query can read standard input ('-')")
-    targets = build_targets(args)
+    targets, notes = build_targets(args), []
+    if args.sessions > 1:  # a fresh engine process per session, as separate runs would have
+        from chbench.targets.engine import process_per_session
+
+        asked, targets = targets, [process_per_session(t) for t in targets]
+        notes += [f"--sessions {args.sessions}: the in-process engine runs as {t.url}, in a process each session "
+                  "starts anew (docs/run.md)" for was, t in zip(asked, targets, strict=True) if t is not was]
     if len(targets) > len(SIDE_IDS):
         raise UsageError(f"at most {len(SIDE_IDS)} targets in one run, got {len(targets)}")
     if len(targets) > 2 and (args.setting_b or args.scale_b or args.queries_b):
@@ -183,7 +189,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
                 probes=not args.no_probes, max_threads=args.max_threads, quiet_wait=max(0.0, args.quiet_wait),
                 quiet_threshold=args.quiet_threshold, explain=not args.no_explain, profile_ms=args.profile,
                 trace_log=args.trace_log,
-                sessions=args.sessions, session_gap=max(0.0, args.session_gap))
+                sessions=args.sessions, session_gap=max(0.0, args.session_gap), notes=notes)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -292,6 +292,20 @@ def _configuration_changed(a: Side, b: Side) -> str | None:
     return ", ".join(configuration_diff(a.configuration, b.configuration)) or None
 
 
+def _engine_process_changed(a: Side, b: Side) -> str | None:
+    """One run's engine inside chbench's process, the other's in a worker process (``run
+    --sessions`` on the embedded engine, or ``embedded@VERSION``): the pipe adds to every
+    query's time (``SELECT 1``: 0.17 ms client − server against 0.04 ms in process,
+    docs/measured.md), which a query of a few milliseconds shows as a change."""
+    where = [s.configuration.get("in_process") for s in (a, b)]
+    if None in where or where[0] == where[1]:
+        return None
+    said = ["in chbench's process" if w else "in an engine worker process" for w in where]
+    return (f"A's engine ran {said[0]}, B's {said[1]}: the pipe to the worker adds ~0.1 ms to each query's time "
+            "(a query of a few ms shows it as a change); run both with --sessions, or both with --target "
+            "embedded@VERSION")
+
+
 def _say_between_run(notes: list[str], result: Any, stats: Options, advice: Advice) -> None:
     """The between-run note, once the queries were judged: with sessions, how far their
     machine levels moved; with one session per side, measured as the queries' scatter,
@@ -398,6 +412,8 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
         stats.measure_between = given is None
         stats.configuration_changed = _configuration_changed(a, b)
         notes.append(_between_run_note(a, b_queries, stats.between_run, advice))
+        if (where := _engine_process_changed(a, b)) is not None:
+            notes.append(where)
         if opts.round_factors:
             for label, side in (("a", a), ("b", b)):
                 found = without_round_factors(side)

@@ -81,8 +81,8 @@ def sides_of(path: str, doc: ResultsFile, metric: str = "client_ms") -> Sides:
 def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
     meta = doc.meta.to_json()
     sides = {t.id: Side(label=f"{t.id}: {t.label}", meta=meta,
-                        configuration={"server_version": t.server_version,
-                                       "settings": t.settings_requested})
+                        configuration={"server_version": t.server_version, "settings": t.settings_requested,
+                                       "in_process": t.capabilities.get("in_process")})
              for t in doc.targets}
     missing = 0
     for q in doc.queries:

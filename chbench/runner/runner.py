@@ -168,7 +168,8 @@ class Runner:
         return RunTarget(
             id=side.id, kind=described.pop("kind"), url=described.pop("url"), label=side.label or side.target.url,
             server_version=info.version,
-            capabilities={"query_log": info.query_log, "settings_known": len(info.settings)},
+            capabilities={"query_log": info.query_log, "settings_known": len(info.settings),
+                          "in_process": side.target.capabilities.in_process},
             settings_requested=dict(side.settings), settings_sent=sent, unsupported_settings=unsupported,
             scale=side.scale, notes=info.notes + notes,
             extra={**described, "workload": side.workload.describe()})
@@ -226,6 +227,9 @@ class Runner:
             self.doc.calibration = [Calibration(target=s.id, sql=CALIBRATION_SQL,
                                                 settings=calibration_settings(self.infos[s.id], self.plan))
                                     for s in self.plan.sides]
+        for note in self.plan.notes:
+            self.observer.note(f"chbench: note: {note}")
+            self.doc.meta.extra.setdefault("notes", []).append(note)
         if self.plan.sessions > 1:
             self.doc.meta.extra["sessions"] = [{"index": 0, "started_at": now_iso()}]
             if any(s.target.capabilities.in_process for s in self.plan.sides):
