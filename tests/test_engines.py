@@ -179,6 +179,55 @@ def test_timeout_kills_the_worker_and_the_next_query_gets_a_fresh_one():
         t.close()
 
 
+def test_after_a_timeout_the_fresh_worker_gets_every_setting_again_and_lost_memory_tables_are_said():
+    t = make_target("embedded@26.9", Credentials())
+    slow = "SELECT sum(cityHash64(number)) FROM numbers(100000000000) FORMAT Null"
+    try:
+        t.connect()
+        t.execute("SELECT 1", {"max_threads": "3"}, "a", 10.0)
+        with pytest.raises(QueryError):
+            t.execute(slow, {"max_threads": "3"}, "b", 1.0)
+        t.execute("SELECT 1", {"max_threads": "3"}, "c", 10.0)  # the fresh process, told max_threads again
+        assert t.query_rows("SELECT getSetting('max_threads')") == [["3"]]
+        t.statement("CREATE TABLE held (x UInt8) ENGINE = Memory", {})
+        t.statement("INSERT INTO held VALUES (1)", {})
+        with pytest.raises(QueryError):
+            t.execute(slow, {}, "d", 1.0)
+        with pytest.raises(ServerLost, match="the rows of default.held were lost"):
+            t.execute("SELECT count() FROM held", {}, "e", 10.0)
+    finally:
+        t.close()
+
+
+def test_a_session_keeps_the_process_while_a_memory_table_holds_rows():
+    """run --sessions on an engine whose tables hold their rows in its process: a new one
+    would measure them empty, so the process stays and the file says why."""
+    t = make_target("embedded@26.9", Credentials())
+    try:
+        t.connect()
+        t.statement("CREATE TABLE held (x UInt8) ENGINE = Memory", {})
+        t.statement("INSERT INTO held VALUES (1)", {})
+        first = t.pid
+        note = t.new_session()
+        assert note is not None and "default.held" in note and t.pid == first
+        assert t.query_rows("SELECT count() FROM held") == [["1"]]
+    finally:
+        t.close()
+
+
+def test_run_sessions_with_a_memory_table_set_up_keep_its_rows(tmp_path):
+    script, out = tmp_path / "mem.sql", tmp_path / "m.json"
+    script.write_text("-- setup\nCREATE TABLE t (x UInt64) ENGINE = Memory;\n-- setup\n"
+                      "INSERT INTO t SELECT number FROM numbers(1000);\n-- name: rows\nSELECT count() FROM t;\n")
+    r = run_cli("run", "--queries", str(script), "--sessions", "2", "--session-gap", "0", "--iterations", "2",
+                "--warmup", "0", "--no-probes", "--quiet", "--out", str(out))
+    assert r.code == 0, r.stderr
+    doc = load(out)
+    assert doc["targets"][0]["url"].startswith("embedded@26.9")
+    assert any("kept one process for all sessions: the rows of default.t" in n for n in doc["meta"]["notes"])
+    assert {s["session"] for s in doc["queries"][0]["samples"]} == {0, 1}
+
+
 def test_a_session_reconnect_starts_a_fresh_worker_process():
     """What `run --sessions N` does between sessions (runner._next_session: close, then
     connect): a new process, so a level a process gives one query for its life is in the
@@ -188,8 +237,7 @@ def test_a_session_reconnect_starts_a_fresh_worker_process():
         t.connect()
         assert t.query_rows("SELECT 1") == [["1"]]
         first = t.pid
-        t.close()
-        t.connect()
+        assert t.new_session() is None
         assert t.query_rows("SELECT 1") == [["1"]] and t.pid != first
     finally:
         t.close()

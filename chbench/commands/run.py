@@ -23,7 +23,7 @@ from chbench.commands.history import label as history_label
 from chbench.targets.url import SCHEMES
 
 if TYPE_CHECKING:
-    from chbench.plan import Plan
+    from chbench.plan import Plan, SidePlan
 
 NAME = "run"
 HELP = "measure a query suite on one target, two side by side, or several at once"
@@ -140,13 +140,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
 
     if [args.queries, args.queries_b, *args.query].count("-") > 1:
         raise UsageError("only one of --queries, --queries-b and --query can read standard input ('-')")
-    targets, notes = build_targets(args), []
-    if args.sessions > 1:  # a fresh engine process per session, as separate runs would have
-        from chbench.targets.engine import process_per_session
-
-        asked, targets = targets, [process_per_session(t) for t in targets]
-        notes += [f"--sessions {args.sessions}: the in-process engine runs as {t.url}, in a process each session "
-                  "starts anew (docs/run.md)" for was, t in zip(asked, targets, strict=True) if t is not was]
+    targets = build_targets(args)
     if len(targets) > len(SIDE_IDS):
         raise UsageError(f"at most {len(SIDE_IDS)} targets in one run, got {len(targets)}")
     if len(targets) > 2 and (args.setting_b or args.scale_b or args.queries_b):
@@ -174,6 +168,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
         sides.append(SidePlan("B", target_b, workload_b, {**settings, **dict(args.setting_b)}, scale_b))
         if not set(workload_a.names()) & set(workload_b.names()):
             raise UsageError("the two sides have no query name in common")
+    notes = _process_per_session(args, sides)
     for side in sides:
         parts = [side.target.url]
         if side.settings:
@@ -190,6 +185,22 @@ def build_plan(args: argparse.Namespace) -> Plan:
                 quiet_threshold=args.quiet_threshold, explain=not args.no_explain, profile_ms=args.profile,
                 trace_log=args.trace_log,
                 sessions=args.sessions, session_gap=max(0.0, args.session_gap), notes=notes)
+
+
+def _process_per_session(args: argparse.Namespace, sides: list[SidePlan]) -> list[str]:
+    """--sessions on the in-process engine: a fresh process of the same engine for each
+    session, as separate runs would have (targets/engine.py; a process whose Memory tables
+    hold rows is kept, and the file says so)."""
+    from chbench.targets.engine import process_per_session
+
+    if args.sessions < 2:
+        return []
+    asked = {id(s.target): s.target for s in sides}
+    moved = {k: process_per_session(t) for k, t in asked.items()}
+    for side in sides:
+        side.target = moved[id(side.target)]
+    return [f"--sessions {args.sessions}: the in-process engine runs as {t.url}, in a process each session starts "
+            "anew (docs/run.md)" for k, t in moved.items() if t is not asked[k]]
 
 
 def run(args: argparse.Namespace) -> int:

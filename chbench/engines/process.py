@@ -96,6 +96,11 @@ class WorkerProcess:
                     with contextlib.suppress(OSError):
                         f.close()
 
+    @property
+    def killed(self) -> bool:
+        """Killed by us after a timeout: the next query starts a fresh engine."""
+        return self._restart and not self.alive
+
     # -- queries -----------------------------------------------------------------------
     def query(self, role: str, sql: str, fmt: str, timeout: float | None) -> tuple[dict[str, Any], bytes]:
         """The worker's answer head and the result's bytes."""

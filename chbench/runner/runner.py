@@ -315,11 +315,13 @@ class Runner:
         for target in {id(s.target): s.target for s in self.plan.sides}.values():
             if target.capabilities.in_process:
                 continue
-            target.close()
             try:
-                target.connect()
+                note = target.new_session()
             except ConnectError as e:
                 raise ServerLost(f"session {k}: {e}") from None
+            notes = self.doc.meta.extra.setdefault("notes", [])
+            if note and note not in notes:
+                notes.append(note)
         self.doc.meta.extra.setdefault("sessions", []).append({"index": k, "started_at": now_iso()})
 
     # -- performance tests: one group after another (runner/groups.py) ---------------------

@@ -136,6 +136,13 @@ class Target(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""
 
+    def new_session(self) -> str | None:
+        """Fresh connections for the next measured session (``run --sessions``); a line for
+        the results' notes where they cannot be as fresh as that."""
+        self.close()
+        self.connect()
+        return None
+
     def reconnect(self) -> None:  # noqa: B027 - optional hook
         """Drop the connection; the next query opens a fresh one (load --reconnect)."""
 

@@ -22,7 +22,15 @@ import weakref
 from typing import Any, ClassVar
 
 from chbench.errors import ConnectError, QueryError, ServerLost
-from chbench.targets.base import Capabilities, Credentials, ServerInfo, Target, first_line, parse_exception_code
+from chbench.targets.base import (
+    Capabilities,
+    Credentials,
+    Sample,
+    ServerInfo,
+    Target,
+    first_line,
+    parse_exception_code,
+)
 from chbench.targets.embedded import EmbeddedTarget, _Session, logs_config
 from chbench.targets.url import TargetURL, parse_target_url
 
@@ -135,6 +143,22 @@ class EngineTarget(EmbeddedTarget):
         except EngineLost as e:
             raise ServerLost(str(e)) from None
 
+    def _timed(self, sql: str, settings: dict[str, str], query_id: str, fmt: str,
+               timeout: float | None = None) -> tuple[Sample, Any]:
+        if self._worker is not None and self._worker.killed:
+            self._restart()
+        return super()._timed(sql, settings, query_id, fmt, timeout)
+
+    def _restart(self) -> None:
+        """After a timeout killed the worker: a fresh one, untimed, before the next timed
+        query — its sessions read anew, so every setting is SET again (the new process
+        has its defaults) — unless tables lost their rows with the old one."""
+        self.close()  # the killed worker's pipes and log
+        held = self.in_memory_tables()  # starts the worker
+        if held:
+            raise ServerLost(f"{self.url}: its process was restarted after a timeout, and the rows of "
+                             f"{_tables(held)} were lost with it (they live in the process only)")
+
     def _open(self, role: str) -> _Session:
         if role not in self._sessions:
             session = _Session(_WorkerConn(self, role))
@@ -151,6 +175,21 @@ class EngineTarget(EmbeddedTarget):
             info.notes.append(f"{self.engine.release.requirement} has no persistent sessions: every query starts "
                               "the engine anew (its start-up is in client_ms, not in server_ms)")
         return info
+
+    def in_memory_tables(self) -> list[str]:
+        """Tables whose rows live in the engine's process only: a new process finds them
+        empty (their definitions are on disk, so they are still there)."""
+        return [r[0] for r in self.query_rows(
+            "SELECT database || '.' || name FROM system.tables WHERE engine IN ('Memory', 'Set', 'Join', 'Buffer') "
+            "AND NOT is_temporary AND database NOT IN ('system', 'INFORMATION_SCHEMA', 'information_schema')")]
+
+    def new_session(self) -> str | None:
+        """A new process for the next session, unless tables hold their rows in this one."""
+        held = self.in_memory_tables()
+        if held:
+            return (f"{self.url} kept one process for all sessions: the rows of {_tables(held)} live in it only "
+                    "(a new one would find them empty)")
+        return super().new_session()
 
     @property
     def pid(self) -> int | None:
@@ -175,6 +214,10 @@ class EngineTarget(EmbeddedTarget):
         return {"kind": self.kind, "url": self.url, "path": self.path, "engine": {
             "clickhouse": r.clickhouse, "package": r.package, "version": r.version, "api": r.api,
             "own": self.engine.own}}
+
+
+def _tables(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def process_per_session(target: Target) -> Target:
