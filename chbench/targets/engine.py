@@ -225,10 +225,12 @@ def process_per_session(target: Target) -> Target:
     in a worker process that each session starts anew, as separate runs would be. The
     in-process engine cannot restart inside one process, and a process can give one query
     a level of its own for its whole life (2026-12-07: ``group_by_large`` 117 ms in all
-    three sessions of one run, mostly 128–145 ms in seven others): sessions in one process
-    leave that out of their spread, and 3 of 280 A/A verdicts over 8 such files were
-    flagged; 0 of 150 over 6 files with a process per session. Other targets, and a chDB
-    the catalog does not know, are returned as they are (the runner's note says so)."""
+    three sessions of one run, mostly 128–145 ms in seven others), which sessions in one
+    process leave out of their spread. A/A verdicts flagged, built-in suite (docs/measured.md,
+    2026-12-07): 3 of 340 in one process, 1 of 230 with a process per session; issue 12's
+    bar (≤ 2 of 10 ``unstable``) met in 0 of 6 and 2 of 6 pairings run in the same half
+    hour. Other targets, and a chDB the catalog does not know, are returned as they are
+    (the runner's note then says the sessions share the process)."""
     from chbench.engines.catalog import load_catalog
     from chbench.engines.store import own_release
 
