@@ -22,15 +22,7 @@ import weakref
 from typing import Any, ClassVar
 
 from chbench.errors import ConnectError, QueryError, ServerLost
-from chbench.targets.base import (
-    Capabilities,
-    Credentials,
-    Sample,
-    ServerInfo,
-    Target,
-    first_line,
-    parse_exception_code,
-)
+from chbench.targets.base import Capabilities, Credentials, ServerInfo, Target, first_line, parse_exception_code
 from chbench.targets.embedded import EmbeddedTarget, _Session, logs_config
 from chbench.targets.url import TargetURL, parse_target_url
 
@@ -143,16 +135,18 @@ class EngineTarget(EmbeddedTarget):
         except EngineLost as e:
             raise ServerLost(str(e)) from None
 
-    def _timed(self, sql: str, settings: dict[str, str], query_id: str, fmt: str,
-               timeout: float | None = None) -> tuple[Sample, Any]:
-        if self._worker is not None and self._worker.killed:
-            self._restart()
-        return super()._timed(sql, settings, query_id, fmt, timeout)
+    @property
+    def session(self) -> _Session:
+        self._restart_if_killed()
+        return super().session
 
-    def _restart(self) -> None:
-        """After a timeout killed the worker: a fresh one, untimed, before the next timed
-        query — its sessions read anew, so every setting is SET again (the new process
-        has its defaults) — unless tables lost their rows with the old one."""
+    def _restart_if_killed(self) -> None:
+        """After a timeout killed the worker: a fresh one before anything else is sent (so
+        untimed, ahead of the next timed query), with sessions read anew, so every setting
+        is SET again (the new process has its defaults) — unless tables lost their rows
+        with the old one."""
+        if self._worker is None or not self._worker.killed:
+            return
         self.close()  # the killed worker's pipes and log
         held = self.in_memory_tables()  # starts the worker
         if held:
@@ -160,6 +154,7 @@ class EngineTarget(EmbeddedTarget):
                              f"{_tables(held)} were lost with it (they live in the process only)")
 
     def _open(self, role: str) -> _Session:
+        self._restart_if_killed()
         if role not in self._sessions:
             session = _Session(_WorkerConn(self, role))
             session.read_defaults()
