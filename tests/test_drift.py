@@ -326,6 +326,9 @@ def test_sessions_run_and_several_files_per_side(tmp_path):
     # each session in a fresh process of the same engine (targets/engine.py, process_per_session)
     assert doc["targets"][0]["url"].startswith("embedded@26.9")
     assert "in a process each session starts anew" in " ".join(doc["meta"]["notes"])
+    # each process's query_log read before the next one starts (it starts empty): every run profiled
+    runs = [s for q in doc["queries"] for s in q["samples"] if not s.get("warmup") and not s.get("error")]
+    assert all(s.get("profile") for s in runs) and doc["meta"]["explain"]["A"]["runs"] == len(runs)
     for f in (b, c):  # a run of one session, too short for more than one probe reading
         assert run_cli("run", *fast, "--out", str(f)).code == 0
         assert sum(len(r["ms"]) for r in load(f)["machine"]["reference"]) >= 5

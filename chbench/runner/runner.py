@@ -128,6 +128,8 @@ class Runner:
         self.session = 0
         self.quiet: QuietGuard | None = None  # what a busy machine sets aside (runner/quiet.py), with the probes
         self.pool = TimePool(plan.max_time_per_query)  # a session's unused time (stats/stopping.py)
+        self.explained: dict[str, dict[str, Any]] = {}  # per side: what the profiles' collection found so far
+        self.collected: set[str] = set()  # query ids whose profiles were asked for
         self.tests = plan.tests()  # what compare corrects for each other: a change needs rounds to pass
 
     # -- the results document ------------------------------------------------------------
@@ -310,6 +312,8 @@ class Runner:
     def _next_session(self, k: int) -> None:
         """A pause, then fresh connections to every server target (an in-process engine
         keeps its process: said in the file)."""
+        if self.plan.explain or self.plan.server_metrics:
+            self._explain(before_restart=True)
         time.sleep(self.plan.session_gap)
         self.session = k
         for target in {id(s.target): s.target for s in self.plan.sides}.values():
@@ -604,19 +608,25 @@ class Runner:
             c.samples.append(s)
 
     # -- the server's profile of every run (chbench explain, --server-metrics) ------------
-    def _explain(self) -> None:
+    def _explain(self, before_restart: bool = False) -> None:
         """Each distinct target's profiles, in batches by query_id, after the rounds;
         what a target cannot give is said once per side (``meta.explain``; with
-        ``--server-metrics`` alone, ``meta.server_metrics_notes``)."""
-        info: dict[str, Any] = {}
+        ``--server-metrics`` alone, ``meta.server_metrics_notes``). ``before_restart``:
+        between sessions, the runs so far of the targets whose logs go with their process
+        (``Capabilities.logs_outlive_session``: a chDB worker's query_log starts empty in
+        the next one — 410 of 629 runs of a 3-session run were missing when read after
+        the rounds only)."""
+        info = self.explained
         for target, side_ids in self._targets_with_sides():
+            if before_restart and target.capabilities.logs_outlive_session:
+                continue
             note = target.explain_note()
             if note is not None:
                 info.update({sid: {"counters": False, "operators": False, "runs": 0, "notes": [note]}
                              for sid in side_ids})
                 continue
             samples = [s for q in self.doc.queries for s in q.samples
-                       if s.target in side_ids and not s.warmup and not s.error]
+                       if s.target in side_ids and not s.warmup and not s.error and s.query_id not in self.collected]
             try:
                 got = collect(target, [s.query_id for s in samples], trace_log=self.plan.trace_log,
                               profiled=self.plan.profile_ms is not None,
@@ -627,7 +637,10 @@ class Runner:
                 continue
             for s in samples:
                 self._profiled(s, got.profiles.get(s.query_id))
-            info.update({sid: got.describe() for sid in side_ids})
+            self.collected.update(s.query_id for s in samples)
+            info.update({sid: _merged(info.get(sid), got.describe()) for sid in side_ids})
+        if before_restart:
+            return
         if self.plan.explain:
             self.doc.meta.extra["explain"] = info
         if self.plan.server_metrics:
@@ -653,6 +666,16 @@ class Runner:
         for side in self.plan.sides:
             out.setdefault(id(side.target), (side.target, []))[1].append(side.id)
         return list(out.values())
+
+
+def _merged(was: dict[str, Any] | None, now: dict[str, Any]) -> dict[str, Any]:
+    """Two collections of one side's profiles (before a session's restart, and after the
+    rounds) as one: their runs added, their notes both kept."""
+    if not was:
+        return now
+    return {**now, "counters": was["counters"] or now["counters"], "operators": was["operators"] or now["operators"],
+            "stacks": was.get("stacks", False) or now.get("stacks", False), "runs": was["runs"] + now["runs"],
+            "notes": list(dict.fromkeys([*was["notes"], *now["notes"]]))}
 
 
 def _some(names: list[str]) -> str:

@@ -47,6 +47,8 @@ class Capabilities:
     # system.asynchronous_metrics describes a host of the server's own (in-process and
     # worker engines run on the client host: its probes are theirs)
     server_host: bool = True
+    # its system logs outlive new_session() (a chDB worker's go with its process)
+    logs_outlive_session: bool = True
 
     def to_json(self) -> dict[str, bool]:
         return asdict(self)

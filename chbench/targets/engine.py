@@ -88,7 +88,7 @@ class _WorkerConn:
 class EngineTarget(EmbeddedTarget):
     capabilities: ClassVar[Capabilities] = Capabilities(
         in_process=False, concurrent_sessions=False, local_files=True, formatted_results=True, kill_query=False,
-        query_log=False, server_host=False)
+        query_log=False, server_host=False, logs_outlive_session=False)
     _timeouts = True
 
     def __init__(self, url: TargetURL, creds: Credentials | None = None) -> None:
@@ -179,7 +179,8 @@ class EngineTarget(EmbeddedTarget):
             "AND NOT is_temporary AND database NOT IN ('system', 'INFORMATION_SCHEMA', 'information_schema')")]
 
     def new_session(self) -> str | None:
-        """A new process for the next session, unless tables hold their rows in this one."""
+        """A new process for the next session, unless tables hold their rows in this one
+        (its query_log starts empty: the runner reads the old one's first)."""
         held = self.in_memory_tables()
         if held:
             return (f"{self.url} kept one process for all sessions: the rows of {_tables(held)} live in it only "
