@@ -1,10 +1,11 @@
 """The parent's side of an engine child process (``child.py``): start it, send a query, read
-the answer with a deadline, kill and restart it.
+the answer with a deadline, kill it.
 
 A worker that exits (the engine crashed, or was killed) is a lost engine: ``EngineLost``
 with the last lines it wrote to stderr. A query that outlives its timeout gets the worker
-killed (the only way to stop a query inside chDB from outside) and a fresh one started on
-the same data directory for the next query.
+killed (the only way to stop a query inside chDB from outside) and marked ``killed``: its
+owner starts a fresh one on the same data directory (``targets/engine.py``, which also
+SETs every setting again there).
 
 Measured here (chdb-core 26.9, ``SELECT 1``): one JSON line each way and the raw result
 bytes, no pickling, no thread hand-off — ~0.1 ms back to back; ~0.3 ms after the pause
@@ -46,7 +47,7 @@ class WorkerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.ready: dict[str, Any] = {}
         self._buf = bytearray()
-        self._restart = False  # killed by us (a timeout): start anew at the next query
+        self.killed = False  # by us, after a timeout: its owner starts a fresh worker
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - the worker's stderr, for as long as it lives
 
     # -- life --------------------------------------------------------------------------
@@ -96,19 +97,11 @@ class WorkerProcess:
                     with contextlib.suppress(OSError):
                         f.close()
 
-    @property
-    def killed(self) -> bool:
-        """Killed by us after a timeout: the next query starts a fresh engine."""
-        return self._restart and not self.alive
-
     # -- queries -----------------------------------------------------------------------
     def query(self, role: str, sql: str, fmt: str, timeout: float | None) -> tuple[dict[str, Any], bytes]:
         """The worker's answer head and the result's bytes."""
         if not self.alive:
-            if not self._restart:
-                raise EngineLost(self._lost_reason())
-            self._restart = False
-            self.start()  # killed by us after a timeout: a fresh engine on the same data
+            raise EngineLost(self._lost_reason())
         assert self.proc is not None and self.proc.stdin is not None
         try:
             self.proc.stdin.write(json.dumps({"op": "query", "role": role, "sql": sql, "fmt": fmt}).encode() + b"\n")
@@ -120,14 +113,14 @@ class WorkerProcess:
             return self._answer(deadline)
         except EngineTimeout:
             self.kill()
-            self._restart = True
+            self.killed = True
             raise
 
     def prepare(self) -> None:
         """Tell the worker a timed query comes next: it polls its pipe instead of sleeping
         (for at most 20 ms), so the query is not timed waking a sleeping process."""
         if not self.alive:
-            return  # the query itself reports the loss, or restarts after a timeout
+            return  # the query itself reports the loss
         assert self.proc is not None and self.proc.stdin is not None
         try:
             self.proc.stdin.write(b'{"op": "prepare"}\n')

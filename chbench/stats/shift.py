@@ -135,15 +135,13 @@ def common_shift(rows: list[QueryComparison], boots: dict[int, np.ndarray], test
     explained, by = (False, None) if beyond_machine else _explained(centre, machine)
     beyond = abs(centre) >= math.log1p(threshold)
     # (a shift within the threshold makes no finding and no query's: apply_shift)
-    may: str | None = None
-    may_by: str | None = None  # who: "machine" or "runs", set with ``may``
+    may, may_by = None, None  # what may explain it, and who: "machine" or "runs" (set with ``may``)
     if not (explained or beyond_machine):
         may = _machine_may(centre, machine, separate)
+        may_by = "machine" if may else None
         if may is None and beyond:
             may = _runs_level_may(centre, (hi - lo) / 2, level, separate)
             may_by = "runs" if may else None
-        elif may is not None:
-            may_by = "machine"
     verdict = ("slower" if centre > 0 else "faster") if beyond else "no change"
     return CommonShift(
         ratio=ratio, ci=(float(math.exp(lo)), float(math.exp(hi))), ci_queries=ci_queries, level_half=level_half,
