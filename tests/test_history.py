@@ -162,6 +162,13 @@ def test_a_setting_that_slows_every_query_is_the_suites_change_not_the_machine()
     for name, c in got.items():  # each query's own size, not its size next to the others'
         assert c.index == 28 and c.kind == "regression" and c.ratio == pytest.approx(1.8, rel=0.03), name
         assert any("max_threads unset → 1" in n for n in c.notes)
+    # the engine moved out of chbench's process (run --sessions): also the user's change
+    runs = _reconfigured()
+    for i, r in enumerate(runs):
+        r.target = {**r.target, "settings": {}, "in_process": i < 28}
+    moved = {c.query: c for c in check(runs, []).changes}
+    assert "(all queries)" in moved and moved["q1"].index == 28
+    assert any("engine in chbench's process → in a worker process" in n for n in moved["q1"].notes)
     # the calibration query moving with it while it ran alike either side: the machine
     machine = check(_reconfigured(cal_moves=1.8), [])
     assert not any(c.query == "(all queries)" for c in machine.changes)

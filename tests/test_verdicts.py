@@ -575,3 +575,10 @@ def test_runs_merged_into_one_side_keep_their_configuration_when_they_share_it()
     mixed = merge_sides([Side("a1", configuration=dict(old)),
                          Side("a2", configuration={"server_version": "26.9.2.1", "settings": {}})], "A")
     assert mixed.configuration == {}
+    # a file from before run files said where the engine ran, pooled with a newer one: the
+    # version they share is kept, where the engine ran is unknown
+    newer = {**old, "in_process": False}
+    pooled = merge_sides([Side("a1", configuration=dict(old)), Side("a2", configuration=dict(newer))], "A")
+    assert pooled.configuration == old
+    assert merge_sides([Side("a1", configuration=dict(newer)), Side("a2", configuration=dict(newer))],
+                       "A").configuration == newer

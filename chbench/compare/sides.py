@@ -173,8 +173,12 @@ def merge_sides(parts: list[Side], label: str) -> Side:
             d.sessions = []
         if len(d.keys) != len(d.times):
             d.keys = []
-    if all(p.configuration == parts[0].configuration for p in parts):  # one server version and settings
-        side.configuration = dict(parts[0].configuration)
+    shared = [{k: v for k, v in p.configuration.items() if k != "in_process"} for p in parts]
+    if all(c == shared[0] for c in shared):  # one server version and settings
+        side.configuration = shared[0]
+        where = {p.configuration.get("in_process") for p in parts}  # None: a file from before 12-07
+        if len(where) == 1 and None not in where:
+            side.configuration["in_process"] = where.pop()
     return side
 
 

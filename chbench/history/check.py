@@ -407,11 +407,15 @@ def _calibration_context(run: HistoryRun) -> tuple[str, str]:
 
 def _configuration_change(runs: list[HistoryRun], i: int) -> str | None:
     """What the user changed at run ``i`` or a run either side of it (a step's place can
-    be a run off): the server's version, the run's settings."""
+    be a run off): the server's version, the run's settings, where the engine ran."""
     for j in (i, i - 1, i + 1):
         if not 0 < j < len(runs):
             continue
-        parts = configuration_diff(runs[j - 1].target, runs[j].target)
+        was, now = runs[j - 1].target, runs[j].target
+        parts = configuration_diff(was, now)
+        where = [t.get("in_process") for t in (was, now)]
+        if None not in where and where[0] != where[1]:  # the client path: ~0.1 ms a query (compare's note)
+            parts.append("engine " + " → ".join("in chbench's process" if w else "in a worker process" for w in where))
         if parts:
             return f"run {runs[j].run_id}: " + ", ".join(parts)
     return None

@@ -61,7 +61,7 @@ class HistoryRun:
     run_id: str
     started_at: float  # epoch seconds
     labels: dict[str, str] = field(default_factory=dict)
-    target: dict[str, Any] = field(default_factory=dict)  # label, kind, url, server_version
+    target: dict[str, Any] = field(default_factory=dict)  # label, kind, url, server_version, settings, in_process
     host: dict[str, Any] = field(default_factory=dict)  # hostname, cpu_model, cpu_count (of the client)
     machine: dict[str, Any] = field(default_factory=dict)  # the run's probes and calibration, summarised
     queries: list[QueryRecord] = field(default_factory=list)
@@ -156,7 +156,8 @@ def _run_of(path: str, doc: RunDocument, side: str, labels: dict[str, str]) -> H
                       labels=dict(labels), source=os.path.abspath(path),
                       target={"id": side, "label": target.label, "kind": target.kind, "url": target.url,
                               "server_version": target.server_version,
-                              "settings": target.settings_requested or {}},
+                              "settings": target.settings_requested or {},
+                              "in_process": target.capabilities.get("in_process")},
                       host=host, machine=_machine_of(doc, side), queries=queries)
 
 

@@ -238,7 +238,8 @@ class Runner:
                 self.doc.meta.extra.setdefault("notes", []).append(
                     "sessions of the in-process engine share its process: separated by the pause, not a restart; "
                     "a level the process gives one query for its life is not in their spread (seen: one query "
-                    "-15% in all three sessions of one run); --target embedded@VERSION starts a process per session")
+                    "-15% in all three sessions of one run); this chDB is not in chbench's catalog, so it cannot be "
+                    "moved to a worker: --target embedded@VERSION runs a catalog release in a process per session")
         with self.writer:  # any other error still finishes the file ("failed")
             try:
                 stop = self._sessions(states)
