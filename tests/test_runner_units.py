@@ -346,19 +346,32 @@ def test_kept_samples_on_a_quiet_machine_make_no_busier_run(monkeypatch, tmp_pat
     assert probes["b"]["client"]["others_share"] == 0.0 and cmp.doc.summary.machine["busier"] is None
 
 
-def test_a_machine_that_never_gets_quiet_sample_by_sample(monkeypatch):
+def test_a_machine_that_never_gets_quiet_sample_by_sample(monkeypatch, tmp_path):
+    from chbench.history.record import runs_from_file
     from chbench.machine import recorder as rec
+    from chbench.report.run import set_aside_lines
     from chbench.runner import runner
 
     monkeypatch.setattr(runner, "PROBES_EVERY_S", 0.0)
     monkeypatch.setattr(rec, "BusyTimeline", lambda pids: FakeTimeline([1.0] * 1_000_000))
+    out = tmp_path / "busy.json"
     outcome = run_plan(_plan((FakeTarget(lambda call: 5.0), _workload("q1"), {}), iterations=4, quiet_wait=0.02),
-                       None, Progress())
+                       str(out), Progress())
     record = outcome.doc.machine["set_aside"]
     # each set-aside sample costs at least its own 5 ms: four of them reach 20 ms
     assert record["never_quiet"] and record["spent_s"] >= 0.02 and record["samples"] == 4
     q = outcome.doc.queries[0]
     assert len(q.measured("A")) == 4 and all(s.others_cores == 1.0 for s in q.samples if not s.warmup)
+    # the verdicts take every run, those set aside before the budget ran out too: the machine
+    # as it was for the whole run, not a quiet-looking selection of its first part
+    assert outcome.doc.never_quiet and len(q.measured("A", set_aside=True)) == 8
+    cmp = build_comparison([str(out), str(out)])
+    assert cmp.doc.queries[0].a is not None and cmp.doc.queries[0].a.runs == 8
+    assert any("8 runs set aside (A 4, B 4)" in f and f.endswith("in the verdicts (below)") for f in cmp.doc.findings)
+    assert any("every run is judged, those set aside too" in f for f in cmp.doc.findings)
+    assert len(runs_from_file(str(out), {})[0].queries[0].client_ms) == 8  # history keeps what compare judges
+    doc = open_results(str(out))
+    assert isinstance(doc, RunDocument) and "every run counts" in set_aside_lines(doc)[0].text
 
 
 def test_too_few_rounds_for_a_side_by_side_verdict_is_said_first():

@@ -87,7 +87,7 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
     missing = 0
     for q in doc.queries:
         for sid in sides:
-            per = q.measured(sid)
+            per = q.measured(sid, set_aside=doc.never_quiet)
             if not per and q.sides and sid not in q.sides:
                 continue
             data = SideData(sql=q.sql_sent_by(sid), skipped=q.skipped(sid))

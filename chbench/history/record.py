@@ -144,7 +144,7 @@ def runs_from_file(path: str, labels: dict[str, str], side: str | None = None) -
 
 def _run_of(path: str, doc: RunDocument, side: str, labels: dict[str, str]) -> HistoryRun:
     target = next(t for t in doc.targets if t.id == side)
-    queries = [_query_of(q, side) for q in doc.queries if side in q.side_ids()]
+    queries = [_query_of(q, side, doc.never_quiet) for q in doc.queries if side in q.side_ids()]
     started = _epoch(doc.meta.started_at)
     firsts = [s.started_at for q in doc.queries for s in q.samples if s.started_at]
     if firsts:
@@ -161,13 +161,13 @@ def _run_of(path: str, doc: RunDocument, side: str, labels: dict[str, str]) -> H
                       host=host, machine=_machine_of(doc, side), queries=queries)
 
 
-def _query_of(q: RunQuery, side: str) -> QueryRecord:
+def _query_of(q: RunQuery, side: str, set_aside: bool) -> QueryRecord:
     own = q.sides.get(side)
     sql = own.sql if own is not None else q.sql
-    samples = [s for s in q.measured(side)]
+    samples = q.measured(side, set_aside)  # the runs compare judges
     return QueryRecord(name=q.name, key=query_key(sql, own.settings if own is not None else None), sql=sql,
-                       client_ms=[float(s.client_ms) for s in samples if s.ok and s.client_ms is not None],
-                       server_ms=[float(s.server_ms) for s in samples if s.ok and s.server_ms is not None],
+                       client_ms=[float(s.client_ms) for s in samples if not s.error and s.client_ms is not None],
+                       server_ms=[float(s.server_ms) for s in samples if not s.error and s.server_ms is not None],
                        errors=sum(1 for s in samples if s.error))
 
 

@@ -38,9 +38,9 @@ class SideSamples:
     first_error: str = ""
 
 
-def side_samples(q: RunQuery, side: str) -> SideSamples:
+def side_samples(q: RunQuery, side: str, set_aside: bool = False) -> SideSamples:
     out = SideSamples()
-    for s in q.measured(side):
+    for s in q.measured(side, set_aside):
         if s.error:
             out.errors += 1
             out.first_error = out.first_error or str(s.error.get("message", ""))
@@ -80,7 +80,7 @@ def run_table(doc: RunDocument) -> Table:
     t = Table(COLUMNS)
     for q in doc.queries:
         for sid in q.side_ids():
-            d = side_samples(q, sid)
+            d = side_samples(q, sid, doc.never_quiet)
             ok = [x for x in d.client_ms if x is not None]
             lo, hi = median_ci(ok) if ok else (None, None)
             errors = Cell(d.errors)  # what they were: a line under the table (error_lines)
@@ -112,7 +112,7 @@ def run_section(path: str, doc: RunDocument, charts: bool = True) -> Section:
                          *(Text(f"Note: {n}") for n in doc.meta.extra.get("notes") or [])]
     if charts:
         for q in doc.queries:
-            sides = {sid: side_samples(q, sid) for sid in q.side_ids()}
+            sides = {sid: side_samples(q, sid, doc.never_quiet) for sid in q.side_ids()}
             if not any(d.client_ms for d in sides.values()):
                 continue
             k = key(path + q.name)
@@ -158,7 +158,7 @@ def error_lines(doc: RunDocument) -> list[Text]:
     out = []
     for q in doc.queries:
         for sid in q.side_ids():
-            d = side_samples(q, sid)
+            d = side_samples(q, sid, doc.never_quiet)
             if d.errors:
                 n = f"{d.errors} error{'s' if d.errors != 1 else ''}"
                 out.append(Text(f"{q.name} on {sid}: {n}, the first: {server_message(d.first_error, 300)}"))
@@ -179,7 +179,8 @@ def set_aside_lines(doc: RunDocument) -> list[Text]:
     line = (f"{what}; their samples are kept in the file (set_aside) and were measured again ({rec['spent_s']:.0f} s "
             f"of {rec['quiet_wait_s']:.0f} s)")
     if rec.get("never_quiet"):
-        line += "; the machine never got quiet: the rest was measured as it was"
+        line += ("; the machine never got quiet: the rest was measured as it was, and every run counts, those set "
+                 "aside too (the machine as it was for the whole run)")
     return [Text(line)]
 
 

@@ -153,10 +153,10 @@ class RunQuery:
     def side_ids(self) -> list[str]:
         return [self.target] if isinstance(self.target, str) else list(self.target)
 
-    def measured(self, side: str) -> list[RunSample]:
+    def measured(self, side: str, set_aside: bool = False) -> list[RunSample]:
         """The side's samples after warm-up, in run order (failed ones included; those set
-        aside on a busy machine left out)."""
-        return [s for s in self.samples if s.target == side and not s.warmup and not s.set_aside]
+        aside on a busy machine left out unless ``set_aside``: see ``RunDocument.never_quiet``)."""
+        return [s for s in self.samples if s.target == side and not s.warmup and (set_aside or not s.set_aside)]
 
     def sql_sent_by(self, side: str) -> str:
         s = self.sides.get(side)
@@ -208,6 +208,17 @@ class RunDocument(Document):
     # {"versions", "baseline", "queries": [{"name", "series"}], "steps": [...]}
     # (chbench/trend/series.py); absent otherwise
     trend: dict[str, Any] | None = None
+
+    @property
+    def never_quiet(self) -> bool:
+        """The machine never got quiet within ``--quiet-wait`` (runner/quiet.py): the runs
+        set aside while the budget lasted are then judged with the rest, so the verdicts see
+        the machine as it was for the whole run alike, not a quiet-looking selection of its
+        first part and all of the rest. Measured (2026-12-07, issue 12's neighbour busy 30 ms
+        of every 100 ms during B, HTTP, 405 of B's runs set aside before the 60 s ran out):
+        10 of 10 queries `unstable` with the selection (scattering ±6.8% around the machine's
+        shift), 7 `no change` with every run (±2.7%); the other never-quiet pair 8 and 8."""
+        return bool((self.machine.get("set_aside") or {}).get("never_quiet"))
 
     def body(self) -> dict[str, Any]:
         out = {"targets": [t.to_json() for t in self.targets], "queries": [q.to_json() for q in self.queries],

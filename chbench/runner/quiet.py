@@ -5,7 +5,8 @@ busy during one of them is a difference between the runs. Samples measured while
 processes used more than ``--quiet-threshold`` of the CPUs are set aside: kept in the
 file (``"set_aside": true``), in no verdict, counted towards no query's runs, measured
 again — until ``--quiet-wait`` seconds were spent on what was set aside; after that the
-machine is taken as it is and the file says it never got quiet.
+machine is taken as it is and the file says it never got quiet, and the verdicts then
+take every run, those set aside too (``RunDocument.never_quiet``).
 
 Two ways to tell, best first:
 - per sample, from the CPU timeline (chbench/machine/timeline.py): each sample's own
