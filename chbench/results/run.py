@@ -217,7 +217,8 @@ class RunDocument(Document):
         first part and all of the rest. Measured (2026-12-07, issue 12's neighbour busy 30 ms
         of every 100 ms during B, HTTP, 405 of B's runs set aside before the 60 s ran out):
         10 of 10 queries `unstable` with the selection (scattering ±6.8% around the machine's
-        shift), 7 `no change` with every run (±2.7%); the other never-quiet pair 8 and 8."""
+        shift), 7 `no change` with every run (±2.7%); three more never-quiet pairs 0 → 8,
+        8 → 8, 8 → 8 (docs/measured.md, 2026-12-07 10:51)."""
         return bool((self.machine.get("set_aside") or {}).get("never_quiet"))
 
     def body(self) -> dict[str, Any]:
