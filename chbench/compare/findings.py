@@ -107,22 +107,7 @@ def findings(doc: ComparisonDoc, separate: bool, advice: Advice = ADVICE["chbenc
                    f"({shift.machine_may}): machine or engine, not told apart; {measure_with(advice)}")
     elif busier:
         out.append(f"{busier} ran on a busier machine ({what}); rerun {busier}, or measure side by side")
-    aside = s.set_aside or {}
-    unit = "samples" if aside.get("samples") else "rounds"  # files before the timeline counted rounds
-    if aside.get(unit):
-        sides = [k for k in ("a", "b") if aside.get(k, {}).get(unit)]
-        per = ", ".join(f"{k.upper()} {aside[k][unit]}" for k in sides)
-        what = "runs" if unit == "samples" else "rounds"
-        kept_out = [k.upper() for k in sides if not aside[k].get("never_quiet")]
-        fate = ("not in the verdicts" if len(kept_out) == len(sides) else
-                f"not in {' and '.join(kept_out)}'s verdicts" if kept_out else "in the verdicts (below)")
-        out.append(f"{aside[unit]} {what} set aside ({per}): another process used more than "
-                   f"{aside['threshold']:.0%} of the CPUs while they ran; kept in the files, measured again, {fate}")
-    if aside.get("never_quiet"):
-        who = " and ".join(k.upper() for k in ("a", "b") if aside.get(k, {}).get("never_quiet"))
-        out.append(f"the machine never got quiet during {who} within --quiet-wait: the rest was measured as it was, "
-                   "and every run is judged, those set aside too (the machine as it was for the whole run, not a "
-                   "quiet-looking part of it); rerun when the other work is done, or measure side by side")
+    out += _set_aside_lines(s.set_aside or {})
     qualified = [q for q in doc.queries if q.verdict == UNSTABLE and q.busier_machine]
     if qualified and not busier and machine.get("maybe_busier"):
         out.append(f"{_queries(len(qualified))} slower in {machine['maybe_busier']}, whose machine may have been "
@@ -171,4 +156,26 @@ def findings(doc: ComparisonDoc, separate: bool, advice: Advice = ADVICE["chbenc
                    "from round to round (median); the pooled verdicts are in the JSON (unpaired)")
     if machine.get("log_change_bound"):
         out.append("the calibration query moved between the runs and these files have no probes: intervals widened")
+    return out
+
+
+def _set_aside_lines(aside: dict[str, Any]) -> list[str]:
+    """Runs set aside on a busy machine, per side, and where the machine never got quiet
+    (then every run is judged, those set aside too: ``RunDocument.never_quiet``)."""
+    out: list[str] = []
+    unit = "samples" if aside.get("samples") else "rounds"  # files before the timeline counted rounds
+    if aside.get(unit):
+        sides = [k for k in ("a", "b") if aside.get(k, {}).get(unit)]
+        per = ", ".join(f"{k.upper()} {aside[k][unit]}" for k in sides)
+        what = "runs" if unit == "samples" else "rounds"
+        kept_out = [k.upper() for k in sides if not aside[k].get("never_quiet")]
+        fate = ("not in the verdicts" if len(kept_out) == len(sides) else
+                f"not in {' and '.join(kept_out)}'s verdicts" if kept_out else "in the verdicts (below)")
+        out.append(f"{aside[unit]} {what} set aside ({per}): another process used more than "
+                   f"{aside['threshold']:.0%} of the CPUs while they ran; kept in the files, measured again, {fate}")
+    if aside.get("never_quiet"):
+        who = " and ".join(k.upper() for k in ("a", "b") if aside.get(k, {}).get("never_quiet"))
+        out.append(f"the machine never got quiet during {who} within --quiet-wait: the rest was measured as it was, "
+                   "and every run is judged, those set aside too (the machine as it was for the whole run, not a "
+                   "quiet-looking part of it); rerun when the other work is done, or measure side by side")
     return out
