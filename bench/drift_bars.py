@@ -136,7 +136,8 @@ def sessions(res: dict, pairs: int = 1) -> None:
                     "global_finding": shift.get("finding"), "session_levels": levels,
                     "notes": doc.get("notes"), "verdicts": v})
         print(f"  sessions pair {i}: {out[-1]['flagged']} flagged, {out[-1]['unstable']} unstable, global finding "
-              f"{shift.get('finding')}, sessions' levels sd {levels.get('sd', 0):.1%}", file=sys.stderr)
+              f"{shift.get('finding')}, sessions' levels sd "
+              f"{format(levels['sd'], '.1%') if 'sd' in levels else 'not taken out'}", file=sys.stderr)
         if i % 2 == 0:
             c = OUT / f"drift-sessions-{i}-up.json"
             run(c, "--sessions", "3", "--scale", "1.1")
