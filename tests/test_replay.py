@@ -654,6 +654,8 @@ def test_writes_only_when_allowed_and_readonly_on_the_server(log_server: ModernS
     assert doc["skipped"] == {"write: INSERT": 1, "set: SET": 1}
     # what the parse check lets through still runs with readonly=2: it cannot lift it
     assert doc["samples"]["A"]["error_code"] == [164] and r.code == 1, r.stderr
+    # the exit code says why on the terminal, not only in the table
+    assert "finding (exit 1): A: 1 query failed that had not failed when captured" in r.stderr
     assert http_post(log_server.http_port, "SELECT count() FROM rp_a.w").strip() == "0"
     r = run_cli("replay", str(path), "--target", log_server.http_url, "--allow-writes", "--mode", "sequential",
                 "--out", str(out))

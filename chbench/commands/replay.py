@@ -111,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
     sys.stderr.write(f"chbench: results written to {args.out}\n")
     if outcome is Outcome.SERVER_LOST:
         sys.stderr.write(f"chbench: error: {doc.stop_reason}\n")
-    if outcome is Outcome.COMPLETE and findings(doc):
+    found = findings(doc) if outcome is Outcome.COMPLETE else []
+    if found:  # say why the exit code is 1, not only the table it can be read from
+        sys.stderr.write(f"chbench: finding (exit 1): {'; '.join(found)}\n")
         outcome = Outcome.FINDING
     return outcome.exit_code
 
@@ -131,5 +133,5 @@ def findings(doc: object) -> list[str]:
         new = sum(1 for c, was in zip(col.get("error_code", []), col.get("captured_code", []), strict=False)
                   if c and not was)
         if new:
-            out.append(f"{side}: {new} queries failed that had not failed when captured")
+            out.append(f"{side}: {new:,} {'query' if new == 1 else 'queries'} failed that had not failed when captured")
     return out
