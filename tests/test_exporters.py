@@ -108,3 +108,26 @@ def test_an_unbounded_interval_reads_as_one():
 
     assert interval([0.0, float("inf")]) == "[-100.0%, +∞]"
     assert change(1.053) == "+5.3%" and interval(None) == "-"
+
+
+@pytest.mark.parametrize("kind", ["ingest", "read"])
+def test_a_transfer_file_stopped_early_reports_what_it_holds(kind, tmp_path):
+    """Ctrl-C before the first path (``result: {}``) and after one: the report says so,
+    no traceback (it read ``result['rows']`` of an empty result)."""
+    from tests.conftest import run_cli
+
+    head = {"schema": {"name": "chbench.results", "version": 1}, "kind": kind, "status": "interrupted",
+            "meta": {"stop_reason": "interrupted"}, "targets": {"http": "http://127.0.0.1:1"}}
+    empty, partial = tmp_path / "empty.json", tmp_path / "partial.json"
+    empty.write_text(json.dumps({**head, "result": {}}))
+    path = {"name": "http-file", "status": "ok", "rows_per_s": 1.2e6, "seconds": 0.8, "checksum": "6000a8fe",
+            "row_count": 1000}
+    partial.write_text(json.dumps({**head, "result": {"rows": 1000, "seed": 1, "query": "SELECT 1",
+                                                     "expected": {"checksum": "6000a8fe"}, "paths": [path],
+                                                     "mismatches": []}}))
+    r = run_cli("report", str(empty), str(partial), "--markdown", str(tmp_path / "r.md"))
+    assert r.code == 0, r.stderr
+    text = (tmp_path / "r.md").read_text()
+    assert f"chbench {kind}: interrupted before any client path was measured" in text
+    assert "status interrupted: only the paths measured before it stopped are here" in text
+    assert "| http-file |" in text

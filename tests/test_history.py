@@ -32,7 +32,7 @@ from tests.engines import http_post
 QUIET = SeriesModel(own_sd=(0.004,) * 10, jitter=(0.015,) * 10, machine_sd=0.05)
 
 
-def write_run(path: Path, run: HistoryRun, hostname: str = "ci-1") -> Path:
+def write_run(path: Path, run: HistoryRun, hostname: str = "ci-1", status: str = "complete") -> Path:
     """A seeded run as the results file `chbench run` writes (the real document classes)."""
     queries = []
     for q in run.queries:
@@ -42,7 +42,7 @@ def write_run(path: Path, run: HistoryRun, hostname: str = "ci-1") -> Path:
                                 sides={"A": QuerySide(sql=q.sql, sql_sent=q.sql)}, samples=samples))
     meta = Meta(started_at=datetime.fromtimestamp(run.started_at, tz=timezone.utc).isoformat(timespec="seconds"),
                 host={"hostname": hostname, "cpu_model": "Test CPU", "cpu_count": 2})
-    doc = RunDocument(status="complete", meta=meta, queries=queries,
+    doc = RunDocument(status=status, meta=meta, queries=queries,
                       targets=[RunTarget(id="A", kind="http", url="http://default@db:8123", label="db",
                                          server_version="26.9.2.1")])
     write_atomic(path, doc.to_json())
@@ -468,3 +468,19 @@ def test_a_store_on_a_server_too_old_for_its_tables_is_refused_in_one_line(legac
     r = run_cli("history", "add", *fs, "--store", f"clickhouse://127.0.0.1:{legacy.tcp_port}/default")
     assert_one_line_error(r)  # the driver's "Code: 50." alone said nothing: the server's reason follows it
     assert "cannot create the history tables (Code: 50. DB::Exception: Unknown data type family" in r.stderr
+
+
+def test_a_run_that_did_not_finish_is_not_added(tmp_path: Path) -> None:
+    """As `run --history`: an interrupted run's missing queries would read as a change, so
+    `history add` refuses it in one line, and adds nothing of the files given with it."""
+    runs, _ = history(QUIET, 9, runs=2, steps=0, spikes=0)
+    good = write_run(tmp_path / "good.json", runs[0])
+    cut = write_run(tmp_path / "cut.json", runs[1], status="interrupted")
+    store = tmp_path / "h.sqlite"
+    r = run_cli("history", "add", str(good), str(cut), "--store", str(store))
+    assert_one_line_error(r)
+    assert "cut.json: the run did not finish (status 'interrupted')" in r.stderr
+    assert run_cli("history", "list", "--store", str(store)).stdout.startswith("0 runs")
+    r = run_cli("history", "add", str(good), "--store", str(store))
+    assert r.code == 0, r.stderr
+    assert "1 run(s) added" in r.stderr

@@ -127,8 +127,9 @@ def runs_from_file(path: str, labels: dict[str, str], side: str | None = None) -
     if not isinstance(doc, RunDocument):
         what = getattr(doc, "kind", type(doc).__name__)
         raise UsageError(f"{path}: a '{what}' results file; a history keeps 'run' files (chbench run)")
-    if doc.status == "running":
-        raise UsageError(f"{path}: the run has not finished (status 'running')")
+    if doc.status != "complete":  # as `run --history`: the queries it never reached would read as a change
+        raise UsageError(f"{path}: the run did not finish (status '{doc.status}'): a history keeps finished runs "
+                         "only (the queries it never reached would read as a change)")
     sides = [t.id for t in doc.targets]
     if side is None:
         if len(sides) > 1:

@@ -133,6 +133,11 @@ def read_table(r: dict[str, Any]) -> tuple[Table, list[str]]:
 
 def transfer_section(doc: TransferDocument, path: str = "", charts: bool = True) -> Section:
     r = doc.result
+    name = "Ingest" if doc.kind == "ingest" else "Read"
+    heading = f"{name}: {Path(path).name}" if path else name
+    if not r.get("paths"):  # stopped (Ctrl-C, a lost server) before the first path was measured
+        return Section(heading, "transfer", [Text(f"chbench {doc.kind}: {doc.status} before any client path was "
+                                                  "measured: the file holds no result.", "summary")])
     if doc.kind == "ingest":
         title = (f"chbench ingest: {r['rows']:,} rows per path (seed {r['seed']}), "
                  f"expected checksum {r['expected']['checksum']}")
@@ -144,9 +149,10 @@ def transfer_section(doc: TransferDocument, path: str = "", charts: bool = True)
         table, notes = read_table(r)
         ceilings = [(c["name"], c["rows_per_s"]) for c in r.get("ceilings", []) if c.get("rows_per_s")]
     blocks: list[Any] = [Text(title, "summary"), table]
+    if doc.status != "complete":  # Ctrl-C or a lost server: the paths after the last row never ran
+        blocks.insert(1, Text(f"status {doc.status}: only the paths measured before it stopped are here", "summary"))
     bars = [(p["name"], p["rows_per_s"]) for p in r["paths"] if p.get("rows_per_s")]
     if charts and bars:
         blocks.append(Charts([chart(f"throughput-{doc.kind}", "throughput", bars, ceilings)]))
     blocks += [Text(n) for n in notes]
-    name = "Ingest" if doc.kind == "ingest" else "Read"
-    return Section(f"{name}: {Path(path).name}" if path else name, "transfer", blocks)
+    return Section(heading, "transfer", blocks)
