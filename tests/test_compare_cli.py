@@ -253,3 +253,24 @@ def test_server_metric_missing_is_a_clear_error(files, tmp_path):
     assert "no server_ms recorded" in r.stderr
     ok = run_cli("compare", str(files["a"]), str(files["b"]), "--metric", "server_ms", "--format", "json")
     assert ok.code == 1 and ok.json()["metric"] == "server_ms"
+
+
+def test_a_run_stopped_before_a_query_leaves_it_skipped_not_failed(files, tmp_path):
+    """Ctrl-C before the last query's timed runs: that query was never measured, which is
+    neither a failure on B (exit 1, "backward-incompatible?") nor part of B's total."""
+    doc = json.loads(files["a"].read_text())
+    doc["status"] = "interrupted"
+    last = doc["queries"][-1]
+    last["samples"] = [s for s in last["samples"] if s.get("warmup")]
+    cut = tmp_path / "cut.json"
+    cut.write_text(json.dumps(doc))
+    r = run_cli("compare", str(files["a"]), str(cut), "--format", "json")
+    assert r.code == 0, r.stderr
+    out = json.loads(r.stdout)
+    row = next(q for q in out["queries"] if q["name"] == last["name"])
+    assert row["verdict"] == "skipped"
+    assert row["reasons"] == ["B: not measured: the run stopped before it (interrupted)"]
+    total = out["summary"]["total_median_ms"]
+    assert total["queries"] == len(out["queries"]) - 1 and total["ratio"] == pytest.approx(1.0)
+    r = run_cli("compare", str(files["a"]), str(cut))
+    assert f"TOTAL of medians (the {total['queries']} measured on both sides)" in r.stdout

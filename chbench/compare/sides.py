@@ -93,6 +93,9 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
             data = SideData(sql=q.sql_sent_by(sid), skipped=q.skipped(sid))
             qs = q.sides.get(sid)
             data.error_sample = qs.failed if qs is not None else None  # its test's set-up failed here
+            if not per and not data.skipped and not data.error_sample:  # never reached: not a failure
+                data.skipped = f"not measured: the run stopped before it ({doc.status})" \
+                    if doc.status != "complete" else "not measured in this run"
             if q.test is not None:
                 sides[sid].test_of[q.name] = q.test
             by_session: dict[int, list[float]] = {}

@@ -58,7 +58,9 @@ def summary(doc: ComparisonDoc, full: bool = True, why: list[Text] | None = None
                         "summary", {"data-geomean": repr(g.ratio)}))
     t = s.total_median_ms
     if t["ratio"] is not None:
-        out.append(Text(f"TOTAL of medians: A {t['a']:.1f} ms, B {t['b']:.1f} ms ({change(t['ratio'])})", "summary"))
+        over = "" if t.get("queries") in (None, len(doc.queries)) else f" (the {t['queries']} measured on both sides)"
+        out.append(Text(f"TOTAL of medians{over}: A {t['a']:.1f} ms, B {t['b']:.1f} ms ({change(t['ratio'])})",
+                        "summary"))
     out += [Text(f"Finding: {f}", "summary", {"data-finding": str(i)}) for i, f in enumerate(doc.findings)]
     out += why or []
     if full:

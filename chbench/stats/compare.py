@@ -804,12 +804,15 @@ def _summary(
                 centre, half = float(np.log(geo.ratio)), t95(df) * se
                 lo, hi = centre - math.hypot(centre - lo, half), centre + math.hypot(hi - centre, half)
             geo.ci = (float(math.exp(lo)), float(math.exp(hi)))
-    both = [n for n in names if n in side_a and n in side_b]
-    sum_a = sum((side_a[n].median() or 0.0) for n in both)
-    sum_b = sum((side_b[n].median() or 0.0) for n in both)
+    # over the queries with a median on both sides: one that failed or was never reached on
+    # one side would add its time to the other side's total only
+    both = [n for n in names if n in side_a and n in side_b
+            and side_a[n].median() is not None and side_b[n].median() is not None]
+    sum_a = sum(side_a[n].median() or 0.0 for n in both)
+    sum_b = sum(side_b[n].median() or 0.0 for n in both)
     return ComparisonSummary(
         verdicts=count_verdicts(rows), geomean=geo,
-        total_median_ms={"a": sum_a, "b": sum_b, "ratio": (sum_b / sum_a) if sum_a else None},
+        total_median_ms={"a": sum_a, "b": sum_b, "ratio": (sum_b / sum_a) if sum_a else None, "queries": len(both)},
         threshold=opts.threshold, alpha=opts.alpha, correction=opts.correction, machine=machine)
 
 

@@ -250,7 +250,7 @@ class ComparisonSummary:
 
     verdicts: dict[str, int]
     geomean: Geomean
-    total_median_ms: dict[str, float | None]  # a, b, ratio
+    total_median_ms: dict[str, float | None]  # a, b, ratio; queries: how many (a median on both sides)
     threshold: float
     alpha: float
     correction: str
