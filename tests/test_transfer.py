@@ -23,6 +23,7 @@ from tests.conftest import (
     spawn_cli,
     wait_for_results,
 )
+from tests.engines import free_port
 from tests.faults import DropOneResponse
 
 ROWS = 60_000
@@ -37,6 +38,22 @@ def test_native_round_trip():
         cols = read_native(io.BytesIO(body), expected)
         assert cols["n"].tolist() == list(range(8))
         assert cols["s"] == ["a", "", "ccc", "é", "x", "1", "2", "3"]
+
+
+def test_a_clickhouse_connect_path_that_cannot_connect_is_one_line():
+    """clickhouse-connect logs "Unexpected Http Driver Exception" on stderr before it
+    raises; chbench says the path's failure itself, once. In a process of its own: under
+    pytest, logging has handlers and the message would not reach stderr anyway."""
+    import subprocess
+    import sys
+
+    code = ("from chbench.transfer.endpoints import Address, Skip, connect_client\n"
+            "try:\n"
+            f"    connect_client(Address('http', '127.0.0.1', {free_port()}, 'default', None), None, None, False)\n"
+            "except Skip as e:\n"
+            "    print(e)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.stdout.startswith("clickhouse-connect cannot connect") and p.stderr == "", (p.stdout, p.stderr)
 
 
 def test_dataset_is_deterministic_and_its_checksum_is_its_own():

@@ -114,8 +114,16 @@ class Skip(Exception):
 
 def connect_client(addr: Address | None, password: str | None, ca_file: str | None, compress: bool) -> Any:
     """A clickhouse-connect client for ``addr`` (Skip when there is none or it cannot connect)."""
+    import logging
+
     import clickhouse_connect
 
+    # clickhouse-connect logs a failed request on stderr ("Unexpected Http Driver
+    # Exception") before raising it; the path's failure is reported in one line already
+    log = logging.getLogger("clickhouse_connect")
+    if not log.handlers:
+        log.addHandler(logging.NullHandler())
+        log.propagate = False
     if addr is None:
         raise Skip("needs an http:// target")
     try:
