@@ -278,6 +278,25 @@ def test_interrupted_read_keeps_the_paths_done(tmp_path):
     assert doc["result"]["paths"][0]["status"] == "ok" and doc["result"]["ceilings"]
 
 
+def test_read_with_its_server_killed_ends_as_a_lost_server_and_keeps_the_paths_done(tmp_path):
+    """Each path reads in a process of its own: a dead server showed as every later path
+    failing in turn, status 'complete', exit 1. Now the first failure asks the server, and
+    the run ends as a lost server (exit 3) with what it read."""
+    from tests.engines import ModernServer
+
+    out = tmp_path / "r.json"
+    with ModernServer() as server:
+        proc = spawn_cli("read", "--target", server.http_url, "--rows", "2000000", "--out", str(out))
+        wait_for_results(out, proc, lambda doc: len(doc["result"]["paths"]) >= 1, timeout=180)
+        server.kill()
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3 and "Traceback" not in err, err
+    assert "server stopped answering" in err.splitlines()[-1]
+    doc = load(out)
+    assert doc["status"] == "server_lost" and doc["result"]["paths"][0]["status"] == "ok"
+    assert len([p for p in doc["result"]["paths"] if p["status"] == "failed"]) <= 1
+
+
 def test_a_ceiling_too_short_to_compare_with_is_said():
     """At 200,000 rows the ceilings took ~0.04 s and paths read 105-269% of them: the
     report says the sample is too small rather than let a path 'beat the wire'. Only the

@@ -36,6 +36,26 @@ def default_query(ep: Endpoints) -> str:
     return DEFAULT_QUERY.replace("numbers_mt(", "numbers(")
 
 
+def still_answers(ep: Endpoints) -> None:
+    """After a path failed: ServerLost when the server no longer answers ``SELECT 1``, so
+    the run ends as a lost server (status server_lost, exit 3, what was read kept) rather
+    than going on to fail every other path in its own process and end 'complete'."""
+    from chbench.errors import ConnectError, ServerLost
+    from chbench.targets import Credentials, make_target
+    from chbench.targets.url import Protocol
+
+    url = ep.admin_url()
+    if url.protocol is Protocol.EMBEDDED:
+        return
+    target = make_target(url, Credentials(password=ep.password, ca_file=ep.ca_file), light=True)
+    try:
+        target.open()
+    except ConnectError as e:
+        raise ServerLost(str(e)) from None
+    finally:
+        target.close()
+
+
 def _spawn(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     try:
         p = subprocess.run([sys.executable, "-m", "chbench.transfer.read_process"], input=json.dumps(spec),
@@ -163,6 +183,9 @@ def run_read(ep: Endpoints, names: list[str], opts: ReadOptions, log: Callable[[
             one = _spawn({**base, "path": name}, opts.timeout)
             runs.setdefault(name, []).append(one)
             _log(name, one, opts.rows, log)
-            if partial and not name.startswith("ceiling-"):
+            failed = one.get("status") != "ok"
+            if partial and (failed or not name.startswith("ceiling-")):
                 partial(result())
+            if failed:
+                still_answers(ep)
     return result()
