@@ -130,8 +130,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"chbench: note: this query_log has no {', '.join(missing)}: "
                          + _degraded(missing) + "\n")
     if not got.written:
-        sys.stderr.write(f"chbench: note: no query in the window {got.header.window.get('since')} … "
-                         f"{got.header.window.get('until')} passed the filters\n")
+        since = got.header.window.get("since") or "the log's start"
+        sys.stderr.write(f"chbench: note: no query in the window {since} … "
+                         f"{got.header.window.get('until') or 'now'} passed the filters\n")
     if opts.suite:
         text = suite_text(got.by_hash, opts.suite, info.get("file") or info.get("target", ""), opts.redact_literals)
         if opts.redact_literals:
