@@ -32,6 +32,32 @@ def _workload(*names: str) -> Workload:
     return Workload(queries=[Query(n, f"SELECT '{n}'") for n in names], source="test")
 
 
+def test_a_setting_no_server_knows_is_an_error_and_one_some_know_is_a_note(tmp_path):
+    """`--setting-b max_thread=1` (a typo) was left out in silence: the run measured an A/A
+    and compare said "no change". Unknown to every side it is a one-line error before
+    anything runs; unknown to one side only (a newer setting) it is left out there, said."""
+    from chbench.errors import UsageError
+
+    target = FakeTarget(lambda call: 10.0)
+    out = tmp_path / "r.json"
+    with pytest.raises(UsageError, match=r"unknown setting max_thread \(not in system.settings of ClickHouse "
+                                         r"26.9.0.0\); did you mean max_threads"):
+        run_plan(_plan((target, _workload("q"), {}), (target, _workload("q"), {"max_thread": "1"})), str(out),
+                 Progress())
+    assert not out.exists() and not target.calls
+    old = FakeTarget(lambda call: 10.0, version="24.8.0.0",
+                     settings={"readonly": "0", "use_query_cache": "0", "max_threads": "2"})
+    new = FakeTarget(lambda call: 10.0, settings={**old.settings, "enable_lazy_columns_replication": "0"})
+    wanted = {"enable_lazy_columns_replication": "1"}
+    outcome = run_plan(_plan((old, _workload("q"), dict(wanted)), (new, _workload("q"), dict(wanted))), str(out),
+                       Progress())
+    assert outcome.exit_code == EXIT_OK
+    assert outcome.doc.meta.extra["notes"][-1] == \
+        "setting enable_lazy_columns_replication is not known to ClickHouse 24.8.0.0 (side A): not sent there"
+    assert all("enable_lazy_columns_replication" not in c.settings for c in old.calls)
+    assert any(c.settings.get("enable_lazy_columns_replication") == "1" for c in new.calls)
+
+
 def test_side_by_side_alternates_and_the_file_reads_back(tmp_path):
     target = FakeTarget(lambda call: 100.0 if call.settings.get("max_threads") == "1" else 50.0)
     out = tmp_path / "r.json"

@@ -38,6 +38,7 @@ from chbench.runner.groups import GroupRun, skip_if_missing
 from chbench.runner.quiet import QuietGuard
 from chbench.runner.settings import (
     calibration_settings,
+    check_user_settings,
     group_settings,
     jit_warmup,
     query_settings,
@@ -222,6 +223,9 @@ class Runner:
             self.observer.problem(f"chbench: warning: {warning}")
             self.doc.meta.extra.setdefault("notes", []).append(warning)
         self._connect()
+        for note in check_user_settings(self.plan, self.infos):
+            self.observer.note(f"chbench: note: {note}")
+            self.doc.meta.extra.setdefault("notes", []).append(note)
         self._suite_sources()
         self.doc.targets = [self._target_entry(side) for side in self.plan.sides]
         states = self._states()
