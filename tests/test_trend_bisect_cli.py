@@ -103,6 +103,8 @@ def test_bisect_speed_runs_side_by_side_and_keeps_the_runs(tmp_path, old_engine)
     (("bisect", "24.8", "26.9", "--query", "SELECT 1", "--engines-from", "/nonexistent"), "not a directory"),
     (("trend", "24.8-26.9"), "bad range"),
     (("trend", "--versions", "24.8"), "at least two"),
+    (("trend", "--versions", "24.8,26.9", "--suite", "clickbench", "-q", "SELECT 1"), "not both"),
+    (("upgrade", "24.8", "26.9", "--suite", "clickbench", "--query", "SELECT 1"), "not both"),
     (("run", "--target", "embedded", "--target", "embedded", "--target", "embedded", "--scale-b", "2"),
      "--scale-b"),
 ])
@@ -132,3 +134,12 @@ def test_engines_from_a_directory_of_binaries(tmp_path):
     r = run_cli("bisect", "18.16", "18.16", "--engines-from", str(tmp_path / "builds"), "--query", "SELECT 1")
     assert_one_line_error(r)
     assert "same version (18.16.1)" in r.stderr
+
+
+def test_upgrade_and_trend_take_queries_inline_as_run_does():
+    """`-q SQL` (repeatable) in place of a suite, as `run` takes it; with --queries, added."""
+    from chbench.upgrade.workload import upgrade_workload
+
+    wl = upgrade_workload("builtin", None, None, 1000, 1.0, inline=["SELECT 1", "SELECT 2"])
+    assert [q.sql for q in wl.queries] == ["SELECT 1", "SELECT 2"] and not wl.setup
+    assert len(upgrade_workload("builtin", None, None, 1000, 1.0).queries) == 10  # the built-in suite

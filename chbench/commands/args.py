@@ -225,8 +225,8 @@ def suite_outputs(args: argparse.Namespace, kind: str) -> str:
     from chbench.results import check_output_path
 
     use_engines_dir(args)
-    if (args.queries or args.tests) and args.suite == "clickbench":
-        raise UsageError("give --queries/--tests or --suite clickbench, not both")
+    if (args.queries or args.tests or args.query) and args.suite == "clickbench":
+        raise UsageError("give --queries/--query/--tests or --suite clickbench, not both")
     out: str = args.out or f"chbench-{kind}-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
     check_output_path(out)
     if args.html and not Path(args.html).resolve().parent.is_dir():
@@ -240,6 +240,8 @@ def add_suite(w: argparse._ArgumentGroup, each: str) -> None:
     w.add_argument("--suite", choices=["builtin", "clickbench"], default="builtin",
                    help="built-in suite (default) or ClickBench's 43 queries on a synthetic hits table")
     w.add_argument("--queries", metavar="FILE", help="your own queries instead of a suite")
+    w.add_argument("-q", "--query", action="append", default=[], metavar="SQL",
+                   help="a query instead of a suite (repeatable; with --queries, added to them)")
     add_tests(w)
     w.add_argument("--setup", metavar="FILE", help=f"statements that build your data (run on each {each}, untimed)")
     w.add_argument("--rows", type=positive_int, default=1_000_000, help="--suite clickbench: hits rows (default 1M)")

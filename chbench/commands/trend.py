@@ -118,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
     from chbench.upgrade.workload import DATA_CHECK_SQL, upgrade_workload
 
     out = suite_outputs(args, "trend")
-    wl = upgrade_workload(args.suite, args.queries, args.setup, args.rows, args.scale, args.tests, test_options(args))
+    wl = upgrade_workload(args.suite, args.queries, args.setup, args.rows, args.scale, args.tests, test_options(args),
+                          args.query)
     versions, targets, catalog, source = _versions(args)
     try:
         budget = args.max_time_per_query or 6.0 * len(versions)
@@ -129,10 +130,10 @@ def run(args: argparse.Namespace) -> int:
             from chbench.targets import Credentials, make_target
 
             targets = [make_target(f"embedded@{v}", Credentials()) for v in versions]
-        scale = None if args.queries or args.tests or args.suite == "clickbench" else args.scale
+        scale = None if args.queries or args.query or args.tests or args.suite == "clickbench" else args.scale
         tp = TrendPlan(versions, wl, scale, args.warmup, args.iterations, budget, args.timeout, args.precision,
                        dict(args.setting), threshold=args.threshold)
-        data_sql = DATA_CHECK_SQL if args.suite == "clickbench" and not args.queries and not args.tests else None
+        data_sql = DATA_CHECK_SQL if args.suite == "clickbench" else None  # alone: suite_outputs
         outcome = measure(tp, targets, out, args.quiet, data_sql)
     finally:
         close_targets(targets)

@@ -87,16 +87,17 @@ def _measure(args: argparse.Namespace, out: str, old: str, new: str) -> RunOutco
     from chbench.upgrade.checks import Checks
     from chbench.upgrade.workload import DATA_CHECK_SQL, upgrade_workload
 
-    wl = upgrade_workload(args.suite, args.queries, args.setup, args.rows, args.scale, args.tests, test_options(args))
+    wl = upgrade_workload(args.suite, args.queries, args.setup, args.rows, args.scale, args.tests, test_options(args),
+                          args.query)
     targets = [make_target(f"embedded@{v}", Credentials()) for v in (old, new)]
-    scale = None if args.queries or args.tests or args.suite == "clickbench" else args.scale
+    scale = None if args.queries or args.query or args.tests or args.suite == "clickbench" else args.scale
     sides = [SidePlan(sid, t, wl, {}, scale, label=f"ClickHouse {v}")
              for sid, t, v in zip("AB", targets, (old, new), strict=True)]
     plan = Plan(sides=sides, warmup=args.warmup, iterations=args.iterations,
                 max_time_per_query=args.max_time_per_query, timeout=args.timeout, threshold=args.threshold,
                 allow_writes=False)
     try:
-        data_sql = DATA_CHECK_SQL if args.suite == "clickbench" and not args.queries and not args.tests else None
+        data_sql = DATA_CHECK_SQL if args.suite == "clickbench" else None  # alone: suite_outputs
         return run_plan(plan, out, make_progress(args.quiet), Checks(data_sql))
     finally:
         close_targets(targets)

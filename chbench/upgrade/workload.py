@@ -13,10 +13,13 @@ DATA_CHECK_SQL = f"SELECT count(), sum(cityHash64(*)) FROM {TABLE}"
 
 
 def upgrade_workload(suite: str, queries: str | None, setup: str | None, rows: int, scale: float,
-                     tests: list[str] | None = None, test_options: PerfTestOptions | None = None) -> Workload:
-    """The workload both sides run; ``--setup FILE`` statements run before the suite's own."""
-    if queries or tests:
-        wl = load_workload([queries] if queries else [], [], scale=scale, tests=tests, test_options=test_options)
+                     tests: list[str] | None = None, test_options: PerfTestOptions | None = None,
+                     inline: list[str] | None = None) -> Workload:
+    """The workload both sides run (``inline``: ``-q SQL`` queries); ``--setup FILE``
+    statements run before the suite's own."""
+    if queries or tests or inline:
+        wl = load_workload([queries] if queries else [], inline or [], scale=scale, tests=tests,
+                           test_options=test_options)
     elif suite == "clickbench":
         from chbench.clickbench import workload
 
