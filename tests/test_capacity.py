@@ -23,7 +23,7 @@ def test_slo_spellings() -> None:
     assert parse_slo("p99<=200ms").percentile == 99 and parse_slo("p99<=200ms").limit == 200
     assert parse_slo(" p99.9 <= 1s ").limit == 1000 and parse_slo("p50<=500us").limit == 0.5
     assert parse_slo("errors<=0.1%").percentile is None and parse_slo("errors<=0.1%").limit == pytest.approx(0.001)
-    for bad in ("p99<200ms", "latency<=1s", "p100<=1ms", "errors<=lots"):
+    for bad in ("p99<200ms", "latency<=1s", "p100<=1ms", "errors<=lots", "errors<=200%", "errors<=1"):
         with pytest.raises(UsageError):
             parse_slo(bad)
     assert samples_to_decide(parse_slo("p99<=1ms")) == 368  # 0.99^368 < 2.5%: the first finite upper bound

@@ -82,7 +82,10 @@ def parse_slo(text: str) -> SLO:
         scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(3).lower()]
         return SLO(text.strip(), p, float(m.group(2)) * scale)
     value = float(m.group(4))
-    return SLO(text.strip(), None, value / 100.0 if m.group(5) else value)
+    fraction = value / 100.0 if m.group(5) else value
+    if not fraction < 1:  # at 100% every request may fail: no load is too much
+        raise UsageError(f"--slo '{text}': an error rate must be below 100% (give e.g. 'errors<=0.1%')")
+    return SLO(text.strip(), None, fraction)
 
 
 def samples_to_decide(slo: SLO, confidence: float = 0.95) -> int:
