@@ -41,6 +41,33 @@ def test_critical_value_matches_scipys_exact_signed_rank_test(n):
     assert sps.wilcoxon(_with_t(n, c + 1), method="exact").pvalue / 2 > 0.025
 
 
+@pytest.mark.parametrize("n", [61, 100, 160])
+@pytest.mark.parametrize("conf", [0.95, 0.99])
+def test_many_pairs_use_the_normal_approximation_at_the_level_asked(n, conf):
+    """Past EXACT_MAX pairs the critical value comes from the normal approximation. It
+    used 1.96 whatever ``conf`` was, so bisect's 99% intervals (up to 160 rounds a step)
+    were 95% ones from 61 rounds on. Against scipy's exact test: at most a few ranks off,
+    and never on the narrow side."""
+    c = signed_rank_lower(n, conf)
+    tail = (1 - conf) / 2
+    assert sps.wilcoxon(_with_t(n, c), method="exact").pvalue / 2 <= tail
+    assert sps.wilcoxon(_with_t(n, c + 6), method="exact").pvalue / 2 > tail
+
+
+def test_walsh_order_statistics_by_counting_match_them_built():
+    """Above MATERIALISE_MAX values the Walsh averages are counted, not built: the same
+    order statistics as building and sorting all n(n+1)/2 of them."""
+    from chbench.stats.paired import MATERIALISE_MAX, walsh_order_stats
+
+    rng = np.random.default_rng(11)
+    for n in (MATERIALISE_MAX + 1, 450):
+        d = np.round(rng.standard_t(3, n) * 0.05, 4)  # rounded: ties among the averages too
+        i, j = np.triu_indices(n)
+        built = np.sort((d[i] + d[j]) / 2)
+        ranks = [0, 17, len(built) // 2, len(built) - 1]
+        assert walsh_order_stats(d, ranks) == pytest.approx([float(built[k]) for k in ranks], abs=1e-12)
+
+
 def test_too_few_pairs_give_no_finite_interval():
     assert signed_rank_lower(5) == -1  # even T = 0 has probability 1/32 > 2.5%
     assert hl_interval([0.1, 0.2, 0.3, 0.1, 0.2])[1] == -math.inf

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from statistics import NormalDist
 
 import numpy as np
 
@@ -56,10 +57,11 @@ def signed_rank_lower(n: int, conf: float = 0.95) -> int:
     statistic of ``n`` pairs (−1 when even T = 0 is more likely than that): the interval
     is then Walsh averages ``c + 1`` … ``M − c`` (1-based, M = n(n+1)/2)."""
     q = (1 - conf) / 2
-    if n > EXACT_MAX:
+    if n > EXACT_MAX:  # the normal approximation, at this ``conf`` (bisect asks 99%)
         mean = n * (n + 1) / 4
         sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
-        return max(-1, math.floor(mean - Z95 * sd - 0.5))
+        z = Z95 if conf == 0.95 else NormalDist().inv_cdf(1 - q)
+        return max(-1, math.floor(mean - z * sd - 0.5))
     top = n * (n + 1) // 2
     counts = [0] * (top + 1)  # subsets of {1..n} by their sum
     counts[0] = 1
