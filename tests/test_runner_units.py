@@ -137,6 +137,7 @@ def test_a_failing_setup_fails_its_side_only(tmp_path):
     assert isinstance(doc, RunDocument) and doc.targets[1].extra["setup_error"]["error"]["code"] == 62
     cmp = build_comparison([str(out)])
     assert cmp.doc.queries[0].verdict == "fails on B only"
+    assert cmp.doc.queries[0].reasons == ["B: set-up failed: Code 62: Syntax error"]
 
 
 @pytest.mark.parametrize("stop,status,code", [(KeyboardInterrupt, "interrupted", EXIT_INTERRUPTED),

@@ -85,6 +85,7 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
                                        "in_process": t.capabilities.get("in_process")})
              for t in doc.targets}
     missing = 0
+    setup_failed = {t.id: t.extra["setup_error"] for t in doc.targets if t.extra.get("setup_error")}
     for q in doc.queries:
         for sid in sides:
             per = q.measured(sid, set_aside=doc.never_quiet)
@@ -93,6 +94,8 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
             data = SideData(sql=q.sql_sent_by(sid), skipped=q.skipped(sid))
             qs = q.sides.get(sid)
             data.error_sample = qs.failed if qs is not None else None  # its test's set-up failed here
+            if not per and not data.error_sample and sid in setup_failed:  # the side's own set-up failed
+                data.error_sample = f"set-up failed: {_err_text(setup_failed[sid].get('error'))}"
             if not per and not data.skipped and not data.error_sample:  # never reached: not a failure
                 data.skipped = f"not measured: the run stopped before it ({doc.status})" \
                     if doc.status != "complete" else "not measured in this run"
