@@ -271,7 +271,7 @@ class FakeTimeline:
 def test_probes_only_between_rounds_each_followed_by_a_wake_up(monkeypatch):
     target = FakeTarget(lambda call: 1.0)
     _probe_log(monkeypatch, target, [])
-    plan = _plan((target, _workload("q1", "q2", "q3"), {}), (target, _workload("q1", "q2", "q3"), {"x": "1"}))
+    plan = _plan((target, _workload("q1", "q2", "q3"), {}), (target, _workload("q1", "q2", "q3"), {"max_threads": "1"}))
     run_plan(plan, None, Progress())
     kinds = ["probe" if c.what == "probe" else "wake" if "FORMAT Null" in c.sql and "SELECT 1" in c.sql
              else "query" for c in target.calls if c.what in ("execute", "probe")]
@@ -323,7 +323,7 @@ def test_a_machine_that_never_gets_quiet_is_measured_as_it_is(monkeypatch):
     # side by side nothing is set aside: the pairs share the busy machine
     target2 = FakeTarget(lambda call: 5.0)
     _probe_log(monkeypatch, target2, [0.5] * 100)
-    sbs = run_plan(_plan((target2, _workload("q1"), {}), (target2, _workload("q1"), {"x": "1"})), None, Progress())
+    sbs = run_plan(_plan((target2, _workload("q1"), {}), (target2, _workload("q1"), {"max_threads": "1"})), None, Progress())
     assert "set_aside" not in sbs.doc.machine
 
 
