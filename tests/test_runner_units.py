@@ -323,7 +323,8 @@ def test_a_machine_that_never_gets_quiet_is_measured_as_it_is(monkeypatch):
     # side by side nothing is set aside: the pairs share the busy machine
     target2 = FakeTarget(lambda call: 5.0)
     _probe_log(monkeypatch, target2, [0.5] * 100)
-    sbs = run_plan(_plan((target2, _workload("q1"), {}), (target2, _workload("q1"), {"max_threads": "1"})), None, Progress())
+    sbs = run_plan(_plan((target2, _workload("q1"), {}), (target2, _workload("q1"), {"max_threads": "1"})), None,
+                   Progress())
     assert "set_aside" not in sbs.doc.machine
 
 
