@@ -9,6 +9,7 @@ and, with two targets, the comparison and the answers."""
 
 from __future__ import annotations
 
+import difflib
 import secrets
 import time
 from collections.abc import Iterator
@@ -156,7 +157,23 @@ def probe(opts: ReplayOptions, p: ReplayPlan) -> list[ReplaySide]:
         if unknown:
             side.notes.append(f"settings not known to ClickHouse {info.version}, not sent: {', '.join(unknown)}")
         sides.append(side)
+    _typos(opts, sides)
     return sides
+
+
+def _typos(opts: ReplayOptions, sides: list[ReplaySide]) -> None:
+    """A ``--setting``/``--setting-b`` no target knows is a typo: one line before anything
+    is sent, as ``run`` and ``load`` say it (one that some targets know is a note above)."""
+    asked = sorted({k for wanted in opts.settings for k in wanted})
+    typos = [k for k in asked if not any(k in s.settings for s in sides)]
+    if not typos:
+        return
+    info = sides[0].target.info
+    near = difflib.get_close_matches(typos[0], list(info.settings), n=3) if info is not None else []
+    for s in sides:
+        s.target.close()
+    raise UsageError(f"unknown setting{'s' if len(typos) > 1 else ''} {', '.join(typos)} (not in system.settings "
+                     f"of ClickHouse {sides[0].version})" + (f"; did you mean {', '.join(near)}?" if near else ""))
 
 
 def items(opts: ReplayOptions, p: ReplayPlan, side: ReplaySide) -> Iterator[Item]:
