@@ -16,6 +16,17 @@ def test_script_with_names_comments_and_semicolons_in_strings():
     assert qs[2].name == "third" and qs[2].sql == "SELECT 3 -- hi"
 
 
+def test_a_set_in_a_script_sets_the_statements_after_it_and_is_not_measured():
+    """As clickhouse-client runs a script. It was a measured 0.1 ms "query" of its own, and
+    on the embedded engine it changed the session of the queries after it unseen."""
+    qs = parse_queries("-- name: a\nSELECT 1;\nSET max_threads = 1, log_comment = 'x, y';\n"
+                       "-- name: b\nSELECT 2;\n-- settings: max_threads=2\n-- name: c\nSELECT 3;\n"
+                       "SET ROLE admin;\n", "t.sql")
+    assert [q.name for q in qs] == ["a", "b", "c", query_name("SET ROLE admin")]  # not a setting
+    assert [q.settings for q in qs[:3]] == [{}, {"max_threads": "1", "log_comment": "x, y"},
+                                                    {"max_threads": "2", "log_comment": "x, y"}]
+
+
 def test_one_query_per_line_files_as_clickhouse_benchmark_reads_them():
     qs = parse_queries("SELECT 1\nSELECT count() FROM numbers(10)\n\nSELECT 2\n")
     assert [q.sql for q in qs] == ["SELECT 1", "SELECT count() FROM numbers(10)", "SELECT 2"]

@@ -9,6 +9,11 @@ Comment lines before a statement may say what it is:
 * ``-- settings: name=value, name=value`` gives this query its own settings;
 * ``-- setup`` / ``-- teardown`` make the statement a set-up or tear-down statement
   (run once per side before / after the measured queries, not timed, writes allowed).
+
+``SET name = value, …`` between statements sets those settings for every statement after
+it, as clickhouse-client runs a script (a query's own ``-- settings:`` come over them); it
+is not measured itself — it was, as a 0.1 ms "query", and on the embedded engine it
+changed the session of every query after it behind the runner's back.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ _SETTINGS = re.compile(r"^\s*--\s*settings:\s*(.*?)\s*$", re.IGNORECASE)
 _ROLE = re.compile(r"^\s*--\s*(setup|teardown)\s*:?\s*$", re.IGNORECASE)
 _TSV_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", "r": "\r", "0": "\0", "'": "'", "b": "\b", "f": "\f"}
 _SETTING_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SET = re.compile(r"^\s*SET\s+(.*?);?\s*$", re.IGNORECASE | re.DOTALL)
 
 
 def _tsv_unescape(line: str) -> str:
@@ -132,13 +138,33 @@ def _statement(piece: str, source: str) -> _Statement | None:
     return st
 
 
+def _set_statement(body: str) -> dict[str, str] | None:
+    """The settings of ``SET a = 1, b = 'x'``; None for any other statement (``SET ROLE``
+    and the like are not settings)."""
+    m = _SET.match(body)
+    if not m:
+        return None
+    out: dict[str, str] = {}
+    for part in re.split(r",(?=(?:[^']*'[^']*')*[^']*$)", m.group(1)):  # commas outside quotes
+        name, eq, value = part.partition("=")
+        if not eq or not _SETTING_NAME.match(name.strip()):
+            return None
+        out[name.strip()] = value.strip().strip("'\"")
+    return out
+
+
 def workload_of(pieces: list[str], source: str) -> Workload:
-    """Named queries (duplicate names get ``#2``, ``#3``…), set-up and tear-down."""
+    """Named queries (duplicate names get ``#2``, ``#3``…), set-up and tear-down; a
+    ``SET`` gives the statements after it its settings."""
     wl = Workload(queries=[], source=source)
     seen: dict[str, int] = {}
+    carried: dict[str, str] = {}
     for piece in pieces:
         st = _statement(piece, source)
         if st is None:
+            continue
+        if st.role == "query" and (assigned := _set_statement(st.body)) is not None:
+            carried.update(assigned)
             continue
         if st.role != "query":
             (wl.setup if st.role == "setup" else wl.teardown).append(st.body)
@@ -147,7 +173,7 @@ def workload_of(pieces: list[str], source: str) -> Workload:
         seen[name] = seen.get(name, 0) + 1
         if seen[name] > 1:
             name = f"{name}#{seen[name]}"
-        wl.queries.append(Query(name=name, sql=st.body, weight=st.weight, settings=st.settings))
+        wl.queries.append(Query(name=name, sql=st.body, weight=st.weight, settings={**carried, **st.settings}))
     if not wl.queries:
         raise UsageError(f"{source}: no query found")
     return wl
