@@ -165,7 +165,7 @@ def _typos(opts: ReplayOptions, sides: list[ReplaySide]) -> None:
     """A ``--setting``/``--setting-b`` no target knows is a typo: one line before anything
     is sent, as ``run`` and ``load`` say it (one that some targets know is a note above)."""
     asked = sorted({k for wanted in opts.settings for k in wanted})
-    typos = [k for k in asked if not any(k in s.settings for s in sides)]
+    typos = [k for k in asked if not any(s.target.info is not None and s.target.info.knows(k) for s in sides)]
     if not typos:
         return
     info = sides[0].target.info
