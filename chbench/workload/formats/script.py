@@ -12,8 +12,9 @@ Comment lines before a statement may say what it is:
 
 ``SET name = value, …`` between statements sets those settings for every statement after
 it, as clickhouse-client runs a script (a query's own ``-- settings:`` come over them); it
-is not measured itself — it was, as a 0.1 ms "query", and on the embedded engine it
-changed the session of every query after it behind the runner's back.
+is not measured itself. It was, as a 0.1 ms "query", and on the embedded engine it set
+the session behind the runner's back for whatever ran after it: from the second round on
+every query of the file (measured: a query before it took 99 ms instead of 54 ms).
 """
 
 from __future__ import annotations
