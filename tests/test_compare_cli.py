@@ -274,3 +274,7 @@ def test_a_run_stopped_before_a_query_leaves_it_skipped_not_failed(files, tmp_pa
     assert total["queries"] == len(out["queries"]) - 1 and total["ratio"] == pytest.approx(1.0)
     r = run_cli("compare", str(files["a"]), str(cut))
     assert f"TOTAL of medians (the {total['queries']} measured on both sides)" in r.stdout
+    # pooled with a file that measured it, the side has that file's runs: not skipped
+    r = run_cli("compare", str(files["a"]), "--vs", str(cut), str(files["a"]), "--format", "json")
+    row = next(q for q in json.loads(r.stdout)["queries"] if q["name"] == last["name"])
+    assert row["verdict"] != "skipped" and row["b"]["runs"] == row["a"]["runs"], r.stderr

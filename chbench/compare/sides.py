@@ -175,6 +175,8 @@ def merge_sides(parts: list[Side], label: str) -> Side:
         for k, readings in part.machine.items():
             side.machine.setdefault(k, []).extend(readings)
     for d in side.queries.values():
+        if d.times:  # measured in some file: one that skipped it (or stopped before it) leaves no gap
+            d.skipped = None
         if len(d.sessions) < 2:
             d.sessions = []
         if len(d.keys) != len(d.times):
