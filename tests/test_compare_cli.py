@@ -257,7 +257,8 @@ def test_server_metric_missing_is_a_clear_error(files, tmp_path):
 
 def test_a_run_stopped_before_a_query_leaves_it_skipped_not_failed(files, tmp_path):
     """Ctrl-C before the last query's timed runs: that query was never measured, which is
-    neither a failure on B (exit 1, "backward-incompatible?") nor part of B's total."""
+    neither a failure on B ("backward-incompatible?") nor part of B's total; a gate still
+    does not pass on it (exit 1, said in one line)."""
     doc = json.loads(files["a"].read_text())
     doc["status"] = "interrupted"
     last = doc["queries"][-1]
@@ -265,7 +266,7 @@ def test_a_run_stopped_before_a_query_leaves_it_skipped_not_failed(files, tmp_pa
     cut = tmp_path / "cut.json"
     cut.write_text(json.dumps(doc))
     r = run_cli("compare", str(files["a"]), str(cut), "--format", "json")
-    assert r.code == 0, r.stderr
+    assert r.code == 1 and f"1 query not measured: a run stopped before it ({last['name']}) — exit 1" in r.stderr
     out = json.loads(r.stdout)
     row = next(q for q in out["queries"] if q["name"] == last["name"])
     assert row["verdict"] == "skipped"

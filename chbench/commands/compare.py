@@ -27,8 +27,9 @@ examples:
 verdicts: slower, faster, no change, unstable, only in A, only in B, failed, fails on B only,
   skipped (a performance test's query that could not run: missing table, unknown setting, …),
   answer changed (files of chbench upgrade)
-exit codes: 0 no query slower, 1 some query slower, failing on B only or answering differently, or
-all slower together beyond what the machine explains (see --fail-on), 2 bad input
+exit codes: 0 no query slower, 1 some query slower, failing on B only or answering differently,
+all slower together beyond what the machine explains (see --fail-on), or not measured because a run
+stopped before it (Ctrl-C, a lost server), 2 bad input
 """
 
 
@@ -79,6 +80,15 @@ def run(args: argparse.Namespace) -> int:
     failing = verdicts.get("slower", 0) + (verdicts.get("unstable", 0) if args.fail_on == "unstable" else 0)
     failing += verdicts.get("answer changed", 0) + verdicts.get("fails on B only", 0)
     failing += 1 if shift and shift.finding == "slower" else 0  # all queries slower together: the engine's
+    from chbench.compare.sides import NOT_REACHED
+
+    unmeasured = [q.name for q in cmp.doc.queries
+                  if q.verdict == "skipped" and any(NOT_REACHED in r for r in q.reasons)]
+    if unmeasured:  # a gate does not pass on a run that stopped before some of its queries
+        sys.stderr.write(f"chbench: {len(unmeasured)} quer{'y' if len(unmeasured) == 1 else 'ies'} not measured: a "
+                         f"run stopped before {'it' if len(unmeasured) == 1 else 'them'} ({', '.join(unmeasured[:5])}"
+                         f"{' …' if len(unmeasured) > 5 else ''}) — exit 1\n")
+        failing += len(unmeasured)
     return EXIT_FINDING if failing else EXIT_OK
 
 

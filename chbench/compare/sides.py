@@ -78,6 +78,11 @@ def sides_of(path: str, doc: ResultsFile, metric: str = "client_ms") -> Sides:
                      "replay files, the upgrade script's JSON and clickhouse-benchmark's --json)")
 
 
+# why a query a run stopped before (Ctrl-C, a lost server) is 'skipped' on that side: a CI
+# gate does not pass on it (commands/compare.py)
+NOT_REACHED = "not measured: the run stopped before it"
+
+
 def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
     meta = doc.meta.to_json()
     sides = {t.id: Side(label=f"{t.id}: {t.label}", meta=meta,
@@ -97,7 +102,7 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
             if not per and not data.error_sample and sid in setup_failed:  # the side's own set-up failed
                 data.error_sample = f"set-up failed: {_err_text(setup_failed[sid].get('error'))}"
             if not per and not data.skipped and not data.error_sample:  # never reached: not a failure
-                data.skipped = f"not measured: the run stopped before it ({doc.status})" \
+                data.skipped = f"{NOT_REACHED} ({doc.status})" \
                     if doc.status != "complete" else "not measured in this run"
             if q.test is not None:
                 sides[sid].test_of[q.name] = q.test
