@@ -93,6 +93,24 @@ def test_compare_cli_on_three_sides_exit_1_and_baseline(tmp_path):
     assert bad.code == 2 and "--baseline Z" in bad.stderr
 
 
+def test_three_sides_stopped_before_a_query_on_one_side_fail_the_gate(tmp_path):
+    """A file of three sides whose run stopped before C's q2: q2 is 'skipped' where C is in
+    the pair, and the gate fails, saying why, as it does for two sides."""
+    import json
+
+    out, _ = _three_sided(tmp_path, slow_c=1.0)
+    doc = json.loads(out.read_text())
+    doc["status"] = "interrupted"
+    q2 = next(q for q in doc["queries"] if q["name"] == "q2")
+    q2["samples"] = [s for s in q2["samples"] if s["target"] != "C"]
+    out.write_text(json.dumps(doc))
+    r = run_cli("compare", str(out), "--format", "json")
+    verdicts = {(c["a"][0], c["b"][0]): {q["name"]: q["verdict"] for q in c["queries"]}
+                for c in r.json()["comparisons"]}
+    assert verdicts[("A", "C")]["q2"] == verdicts[("B", "C")]["q2"] == "skipped" != verdicts[("A", "B")]["q2"]
+    assert r.code == 1 and "1 query not measured: a run stopped before it (q2) — exit 1" in r.stderr
+
+
 def test_trend_of_too_few_rounds_says_so_and_writes_strict_json(tmp_path):
     import json
 

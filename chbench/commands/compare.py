@@ -80,16 +80,20 @@ def run(args: argparse.Namespace) -> int:
     failing = verdicts.get("slower", 0) + (verdicts.get("unstable", 0) if args.fail_on == "unstable" else 0)
     failing += verdicts.get("answer changed", 0) + verdicts.get("fails on B only", 0)
     failing += 1 if shift and shift.finding == "slower" else 0  # all queries slower together: the engine's
-    from chbench.compare.sides import NOT_REACHED
+    from chbench.compare.sides import not_reached
 
-    unmeasured = [q.name for q in cmp.doc.queries
-                  if q.verdict == "skipped" and any(NOT_REACHED in r for r in q.reasons)]
-    if unmeasured:  # a gate does not pass on a run that stopped before some of its queries
-        sys.stderr.write(f"chbench: {len(unmeasured)} quer{'y' if len(unmeasured) == 1 else 'ies'} not measured: a "
-                         f"run stopped before {'it' if len(unmeasured) == 1 else 'them'} ({', '.join(unmeasured[:5])}"
-                         f"{' …' if len(unmeasured) > 5 else ''}) — exit 1\n")
-        failing += len(unmeasured)
+    unmeasured = not_reached(cmp.doc.queries)
+    _say_not_reached(unmeasured)
+    failing += len(unmeasured)  # a gate does not pass on a run that stopped before some of its queries
     return EXIT_FINDING if failing else EXIT_OK
+
+
+def _say_not_reached(names: list[str]) -> None:
+    if names:
+        one = len(names) == 1
+        sys.stderr.write(f"chbench: {len(names)} quer{'y' if one else 'ies'} not measured: a run stopped before "
+                         f"{'it' if one else 'them'} ({', '.join(names[:5])}{' …' if len(names) > 5 else ''}) "
+                         "— exit 1\n")
 
 
 def _sides(path: str) -> int:
@@ -121,4 +125,5 @@ def _nway(args: argparse.Namespace, exporter: Any) -> int:
         sys.stdout.write(text)
     if args.fail_on == "never":
         return EXIT_OK
+    _say_not_reached(nway.not_reached())
     return EXIT_FINDING if nway.failing(args.fail_on) else EXIT_OK

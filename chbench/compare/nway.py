@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from chbench.compare.build import CompareOptions, Comparison, build_comparison, load_sides
+from chbench.compare.sides import not_reached
 from chbench.errors import UsageError
 from chbench.plan import compared_pairs
 
@@ -38,7 +39,12 @@ class NWayComparison:
             n += v.get("slower", 0) + v.get("answer changed", 0) + v.get("fails on B only", 0)
             n += v.get("unstable", 0) if fail_on == "unstable" else 0
             n += 1 if c.doc.summary.shift and c.doc.summary.shift.finding == "slower" else 0
+            n += len(not_reached(c.doc.queries))  # a gate does not pass on queries nobody measured
         return n
+
+    def not_reached(self) -> list[str]:
+        """The queries a run stopped before, in any comparison."""
+        return list(dict.fromkeys(n for c in self.comparisons for n in not_reached(c.doc.queries)))
 
     def to_json(self) -> dict[str, Any]:
         return {"sides": self.labels, "baseline": self.labels[self.baseline], "alpha": self.alpha,

@@ -83,6 +83,11 @@ def sides_of(path: str, doc: ResultsFile, metric: str = "client_ms") -> Sides:
 NOT_REACHED = "not measured: the run stopped before it"
 
 
+def not_reached(rows: list[Any]) -> list[str]:
+    """The queries of a comparison's rows that a run stopped before, on either side."""
+    return [r.name for r in rows if r.verdict == "skipped" and any(NOT_REACHED in why for why in r.reasons)]
+
+
 def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
     meta = doc.meta.to_json()
     sides = {t.id: Side(label=f"{t.id}: {t.label}", meta=meta,
