@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from chbench import messages
 from chbench.core.lanes import STOP_GRACE_S
-from chbench.errors import ConnectError, UsageError
+from chbench.errors import ConnectError
 from chbench.load.config import LoadConfig
 from chbench.load.intervals import Intervals
 from chbench.load.lanes import TICK_S, LoadLanes, process_main
@@ -73,8 +73,7 @@ def probe_hosts(cfg: LoadConfig) -> list[Host]:
         asked = {*cfg.settings, *(k for q in cfg.queries for k in q.settings)}
         unknown = sorted(k for k in asked if not info.knows(k))
         if unknown:
-            raise UsageError(f"{t.url}: unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
-                             f"(not in system.settings of ClickHouse {info.version})")
+            raise info.unknown_settings(unknown, f"{t.url}: ")
         notes = list(info.notes)
         preferred, why = t.preferred_settings()  # e.g. HTTP: results in the Native wire format
         preferred = {k: v for k, v in preferred.items() if k not in cfg.settings}

@@ -9,7 +9,6 @@ and, with two targets, the comparison and the answers."""
 
 from __future__ import annotations
 
-import difflib
 import secrets
 import time
 from collections.abc import Iterator
@@ -140,10 +139,11 @@ class ReplaySide:
 
 
 def probe(opts: ReplayOptions, p: ReplayPlan) -> list[ReplaySide]:
-    sides = []
+    sides, infos = [], []
     for i, spec in enumerate(opts.targets):
         t = make_target(spec, opts.credentials)
         info = t.connect()
+        infos.append(info)
         unknown = sorted(k for k in p.setting_names if not client_setting(k) and not info.knows(k))
         wanted = opts.settings[i] if i < len(opts.settings) else {}
         side = ReplaySide(chr(ord("A") + i), spec, t, info.version, unknown,
@@ -157,23 +157,14 @@ def probe(opts: ReplayOptions, p: ReplayPlan) -> list[ReplaySide]:
         if unknown:
             side.notes.append(f"settings not known to ClickHouse {info.version}, not sent: {', '.join(unknown)}")
         sides.append(side)
-    _typos(opts, sides)
+    # a --setting/--setting-b no target knows is a typo: one line before anything is sent, as
+    # run and load say it (one that some targets know is a note above)
+    typos = sorted({k for wanted in opts.settings for k in wanted if not any(i.knows(k) for i in infos)})
+    if typos:
+        for s in sides:
+            s.target.close()
+        raise infos[0].unknown_settings(typos)
     return sides
-
-
-def _typos(opts: ReplayOptions, sides: list[ReplaySide]) -> None:
-    """A ``--setting``/``--setting-b`` no target knows is a typo: one line before anything
-    is sent, as ``run`` and ``load`` say it (one that some targets know is a note above)."""
-    asked = sorted({k for wanted in opts.settings for k in wanted})
-    typos = [k for k in asked if not any(s.target.info is not None and s.target.info.knows(k) for s in sides)]
-    if not typos:
-        return
-    info = sides[0].target.info
-    near = difflib.get_close_matches(typos[0], list(info.settings), n=3) if info is not None else []
-    for s in sides:
-        s.target.close()
-    raise UsageError(f"unknown setting{'s' if len(typos) > 1 else ''} {', '.join(typos)} (not in system.settings "
-                     f"of ClickHouse {sides[0].version})" + (f"; did you mean {', '.join(near)}?" if near else ""))
 
 
 def items(opts: ReplayOptions, p: ReplayPlan, side: ReplaySide) -> Iterator[Item]:

@@ -5,8 +5,6 @@ calibration query gets the measurement's own settings only."""
 
 from __future__ import annotations
 
-import difflib
-
 from chbench.plan import Plan, SidePlan
 from chbench.targets import ServerInfo
 
@@ -27,19 +25,13 @@ def check_user_settings(plan: Plan, infos: dict[str, ServerInfo]) -> list[str]:
     says it), not a run that quietly leaves it out — ``--setting-b max_thread=1`` measured
     an A/A and reported "no change". One that some sides know (a setting newer than the
     other version) is left out where it is unknown: a note says where."""
-    from chbench.errors import UsageError
-
     asked = sorted({k for side in plan.sides for k in side.settings})
     unknown_to = {k: [s for s in plan.sides if not infos[s.id].knows(k)] for k in asked}
     # a bisect step (more_to_come) sees two versions of many: a setting of later versions is
     # unknown to both, and no typo
     typos = [] if plan.more_to_come else [k for k in asked if len(unknown_to[k]) == len(plan.sides)]
     if typos:
-        info = infos[plan.sides[0].id]
-        near = difflib.get_close_matches(typos[0], list(info.settings), n=3)
-        hint = f"; did you mean {', '.join(near)}?" if near else ""
-        raise UsageError(f"unknown setting{'s' if len(typos) > 1 else ''} {', '.join(typos)} (not in system.settings "
-                         f"of ClickHouse {info.version}){hint}")
+        raise infos[plan.sides[0].id].unknown_settings(typos)
     return [f"setting {k} is not known to ClickHouse {infos[s.id].version} (side {s.id}): not sent there"
             for k in asked for s in unknown_to[k] if k in s.settings]
 

@@ -11,6 +11,7 @@ clickhouse-connect's backends do) instead of callers testing which kind it is.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import ipaddress
 import re
 import uuid
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
-from chbench.errors import ChbenchError, ConnectError, QueryError, ServerLost
+from chbench.errors import ChbenchError, ConnectError, QueryError, ServerLost, UsageError
 from chbench.targets.result import Result
 from chbench.targets.url import Protocol, TargetURL
 
@@ -97,6 +98,14 @@ class ServerInfo:
 
     def version_tuple(self) -> tuple[int, ...]:
         return tuple(int(x) for x in re.findall(r"\d+", self.version)[:3])
+
+    def unknown_settings(self, names: list[str], where: str = "") -> UsageError:
+        """The one line for settings of the user's that this server does not know (run, load,
+        replay refuse them before anything is sent), with the nearest names it has."""
+        near = difflib.get_close_matches(names[0], list(self.settings), n=3)
+        return UsageError(f"{where}unknown setting{'s' if len(names) > 1 else ''} {', '.join(names)} (not in "
+                          f"system.settings of ClickHouse {self.version})"
+                          + (f"; did you mean {', '.join(near)}?" if near else ""))
 
 
 class Target(ABC):
