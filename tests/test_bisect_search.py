@@ -131,3 +131,34 @@ def test_the_measurer_warms_up_past_the_jit_once_per_version():
     m(0, 1, 3)
     m(0, 1, 3)
     assert [warmups(r) for r in m.runs] == [{"A": 2, "B": 2}, {"A": 2, "B": 2}]
+
+
+def test_a_setting_neither_end_knows_is_refused_before_anything_runs(tmp_path):
+    """``--setting max_thread=1`` (a typo) was silently not sent: the bisect measured the
+    default. Now one line, no file, nothing sent; a setting only NEW knows is no typo."""
+    import pytest
+
+    from chbench.bisect.driver import BisectOptions, run_bisect
+    from chbench.errors import UsageError
+    from chbench.targets.fake import FakeTarget
+    from chbench.workload import load_workload
+
+    made: dict[str, FakeTarget] = {}
+
+    def make(v: str) -> FakeTarget:
+        known = {"readonly": "0", "max_threads": "2", **({"new_thing": "0"} if v == "26.9" else {})}
+        made[v] = FakeTarget(version=v, settings=known)
+        return made[v]
+
+    wl = load_workload([], ["SELECT 1"])
+    out = tmp_path / "b.json"
+    with pytest.raises(UsageError, match="unknown setting max_thread .*did you mean max_threads"):
+        run_bisect(["26.1", "26.5", "26.9"], make, wl, BisectOptions(settings={"max_thread": "1"}), str(out),
+                   lambda _: None)
+    assert not out.exists()
+    assert all(not t.calls for t in made.values())
+    assert all(t.closed for t in made.values())
+    made.clear()
+    done = run_bisect(["26.1", "26.9"], make, wl, BisectOptions(kind="answer", settings={"new_thing": "1"}),
+                      str(out), lambda _: None)
+    assert out.exists() and done.doc.bisect["comparisons"] == 1

@@ -81,8 +81,13 @@ def run_bisect(versions: list[str], make_target: Callable[[str], Target], worklo
     doc.bisect = {"kind": opts.kind, "old": versions[0], "new": versions[-1], "threshold": opts.threshold,
                   "found": None, "first_changed": None, "last_same": None, "steps": [], "changes": [],
                   "comparisons": 0, "notes": [], "not_installed": list(opts.skipped)}
-    writer = ResultsWriter(out, doc)
     measurer = Measurer(versions, make_target, workload, dict(opts.settings), opts.warmup, opts.timeout)
+    try:
+        measurer.check_settings()  # bad input: one line, no file (as run)
+    except BaseException:
+        measurer.close()
+        raise
+    writer = ResultsWriter(out, doc)
     measurer.on_run = lambda: _keep(doc, measurer, None, writer)
     search: BisectSearch | None = None
     with writer:

@@ -88,7 +88,8 @@ class Measurer:
         target = self.target(i)
         v = self.versions[i]
         if v not in self.prepared:
-            target.connect()
+            if target.info is None:
+                target.connect()
             for sql in self.workload.setup:
                 try:
                     target.statement(sql, {**self.workload.settings, **self.settings})
@@ -96,6 +97,18 @@ class Measurer:
                     raise UsageError(f"set-up failed on ClickHouse {v}: {e.message}") from None
             self.prepared.add(v)
         return target
+
+    def check_settings(self) -> None:
+        """The user's settings against OLD and NEW, before anything runs: one that neither
+        knows is a typo, a one-line error (as ``run`` says it) — it was silently not sent, so
+        ``--setting max_thread=1`` bisected the default. One that only NEW knows is newer than
+        OLD: sent where known (``runner/settings.py``)."""
+        if not self.settings:
+            return
+        infos = [self.target(i).info or self.target(i).connect() for i in (0, len(self.versions) - 1)]
+        typos = sorted(k for k in self.settings if not any(info.knows(k) for info in infos))
+        if typos:
+            raise infos[-1].unknown_settings(typos)
 
     def answer(self, i: int) -> dict[str, Any]:
         """Version i's answer."""

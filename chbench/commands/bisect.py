@@ -47,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("old", metavar="OLD", help="a version without the change: 24.8, 24.8.4.1")
     p.add_argument("new", metavar="NEW", help="a version with it")
     w = p.add_argument_group("what is bisected")
-    w.add_argument("--query", metavar="SQL", help="the query")
+    w.add_argument("-q", "--query", metavar="SQL", help="the query")
     w.add_argument("--queries", metavar="FILE", help="a query file; --name picks the query")
     w.add_argument("--name", metavar="N", help="the query's name in --queries")
     w.add_argument("--setup", metavar="FILE", help="statements that build its data (on each version, untimed)")
