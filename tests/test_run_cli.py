@@ -179,6 +179,18 @@ def test_timeout_is_an_error_sample_and_run_goes_on(modern, tmp_path):
     assert doc["targets"][0]["settings_sent"]["max_execution_time"] == "1"
 
 
+def test_a_timeout_under_a_second_stops_an_embedded_query(tmp_path):
+    """The embedded engine cannot stop a query from outside: max_execution_time must carry
+    the fraction (it went out as 1, and sleep(0.5) was a success)."""
+    out = tmp_path / "t.json"
+    r = run_cli("run", "--query", "SELECT sleep(0.5)", "--timeout", "0.2", "--iterations", "2", "--warmup", "0",
+                "--quiet", "--out", str(out))
+    assert r.code == 1
+    doc = load(out)
+    assert [s["error"]["code"] for s in samples(doc, doc["queries"][0]["name"])] == [159, 159]
+    assert doc["targets"][0]["settings_sent"]["max_execution_time"] == "0.2"
+
+
 def test_password_from_env_and_file_never_stored(legacy, tmp_path):
     out = tmp_path / "p.json"
     url = f"http://bench@127.0.0.1:{legacy.http_port}"

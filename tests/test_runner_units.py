@@ -75,6 +75,17 @@ def test_side_by_side_alternates_and_the_file_reads_back(tmp_path):
     assert RunDocument.from_json(doc.to_json(), "x").to_json() == doc.to_json()
 
 
+@pytest.mark.parametrize(("version", "sent"), [("26.9.0.0", "0.2"), ("22.6.1.1", "0.2"), ("18.16.1", "1")])
+def test_a_timeout_under_a_second_is_sent_as_it_is_where_the_server_reads_fractions(version, sent):
+    """``--timeout 0.2`` went out as max_execution_time=1 (rounded, at least 1): on the
+    embedded engine, which cannot stop a query from outside, ``SELECT sleep(0.5)`` was a
+    510 ms success. ClickHouse reads fractional seconds since 22.6; before, 0.2 read as 0
+    (no limit), so older servers get whole seconds rounded up."""
+    target = FakeTarget(lambda call: 1.0, version=version)
+    run_plan(_plan((target, _workload("q"), {}), timeout=0.2, iterations=1), None, Progress())
+    assert {c.settings["max_execution_time"] for c in target.executed()} == {sent}
+
+
 def test_the_calibration_query_runs_without_the_configuration_under_test(tmp_path):
     """The machine's witness: a --setting (or --max-threads) the user is testing must not
     move it, or history and compare call the setting's effect the machine."""

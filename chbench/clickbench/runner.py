@@ -12,7 +12,7 @@ from typing import Any
 from chbench.clickbench.checksum import analyse, checksum, mode
 from chbench.core.send import fetch
 from chbench.errors import QueryError, UsageError
-from chbench.targets import Target
+from chbench.targets import Target, time_limit
 from chbench.workload import Query
 
 # what "cold" drops, in this order; statements a server does not know are skipped
@@ -128,7 +128,7 @@ def run_queries(
     info = target.info
     settings: dict[str, str] = {}
     if timeout is not None and (info is None or info.knows("max_execution_time")):
-        settings["max_execution_time"] = str(max(1, int(round(timeout))))
+        settings["max_execution_time"] = info.time_limit(timeout) if info else time_limit(timeout)
     if info is not None and info.knows("use_query_cache"):
         settings["use_query_cache"] = "0"
     run_id = uuid.uuid4().hex[:8]

@@ -71,7 +71,7 @@ def _measurement(info: ServerInfo, plan: Plan, configured: bool) -> tuple[dict[s
         wanted["query_profiler_real_time_period_ns"] = period
         wanted["query_profiler_cpu_time_period_ns"] = period
     if plan.timeout:
-        wanted["max_execution_time"] = str(max(1, int(round(plan.timeout))))
+        wanted["max_execution_time"] = info.time_limit(plan.timeout)
     return wanted, notes
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from chbench.targets.base import Capabilities, Credentials, Sample, ServerInfo, Target, Unsupported
+from chbench.targets.base import Capabilities, Credentials, Sample, ServerInfo, Target, Unsupported, time_limit
 from chbench.targets.result import Result
 from chbench.targets.url import DEFAULT_PORTS, DEFAULT_TARGET, SCHEMES, Protocol, TargetURL, parse_target_url
 
@@ -28,6 +28,7 @@ __all__ = [
     "Unsupported",
     "make_target",
     "parse_target_url",
+    "time_limit",
     "target_class",
 ]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import ipaddress
+import math
 import re
 import uuid
 from abc import ABC, abstractmethod
@@ -99,6 +100,10 @@ class ServerInfo:
     def version_tuple(self) -> tuple[int, ...]:
         return tuple(int(x) for x in re.findall(r"\d+", self.version)[:3])
 
+    def time_limit(self, seconds: float) -> str:
+        """``max_execution_time`` for a limit of ``seconds`` on this server (``time_limit``)."""
+        return time_limit(seconds, self.version_tuple())
+
     def unknown_settings(self, names: list[str], where: str = "") -> UsageError:
         """The one line for settings of the user's that this server does not know (run, load,
         replay refuse them before anything is sent), with the nearest names it has."""
@@ -106,6 +111,17 @@ class ServerInfo:
         return UsageError(f"{where}unknown setting{'s' if len(names) > 1 else ''} {', '.join(names)} (not in "
                           f"system.settings of ClickHouse {self.version})"
                           + (f"; did you mean {', '.join(near)}?" if near else ""))
+
+
+def time_limit(seconds: float, version: tuple[int, ...] | None = None) -> str:
+    """``max_execution_time`` for a limit of ``seconds``. ClickHouse reads fractional seconds
+    since 22.6 (PR 37187); before, "0.5" was read as 0 — no limit — and 1.5 as 1. Sent rounded
+    down to a whole second, ``--timeout 0.2`` let ``SELECT sleep(0.5)`` finish as a 510 ms
+    success on 26.9 (2026-12-07). An older or unknown server gets whole seconds, rounded up:
+    never a limit shorter than asked (the client's own timeout still stops the query)."""
+    if version is not None and version >= (22, 6):
+        return f"{seconds:g}"
+    return str(max(1, math.ceil(seconds)))
 
 
 class Target(ABC):
