@@ -37,6 +37,11 @@ CASES = [
     (["compare", "a.json", "b.json", "c.json"], "one side-by-side file or two files"),
     (["compare", "x.json", "--format", "pdf"], "invalid choice"),
     (["explain", "x.json", "--top", "-1"], "must be a positive number"),
+    (["compare", "x.json", "--alpha", "0"], "must lie between 0 and 1"),
+    (["history", "check", "--alpha", "5"], "must lie between 0 and 1"),
+    (["run", "--quiet-wait", "-5"], "must be zero or more"),
+    (["compare", "x.json", "--between-run-factor", "-1"], "must be zero or more"),
+    (["ingest", "--seed", "-1"], "zero or more"),
 ]
 
 

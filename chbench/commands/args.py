@@ -94,6 +94,19 @@ def percent(text: str) -> float:
     return frac
 
 
+def probability(text: str) -> float:
+    """A significance level: 0.05 or 5%, strictly between 0 and 1 (``--alpha 5`` was taken as
+    5 and ``--alpha 0`` divided by zero)."""
+    raw = text.strip()
+    try:
+        v = float(raw.rstrip("%")) / (100 if raw.endswith("%") else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a probability") from None
+    if not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"must lie between 0 and 1 (0.05 or 5%), got {text}")
+    return v
+
+
 def setting(text: str) -> tuple[str, str]:
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"'{text}' is not name=value")
@@ -148,7 +161,7 @@ def add_tests(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--long", action="store_true", help="also run tests tagged long")
     g.add_argument("--max-queries", type=positive_int, metavar="N",
                    help="at most N queries per test, chosen at random (with --seed)")
-    g.add_argument("--seed", type=int, default=0, help="for --max-queries (default 0)")
+    g.add_argument("--seed", type=non_negative_int, default=0, help="for --max-queries (default 0)")
 
 
 def test_options(args: argparse.Namespace) -> Any:
@@ -163,7 +176,7 @@ def add_statistics(p: argparse.ArgumentParser, verdict_only: bool = False) -> No
     the false-alarm control alone (replay: both sides measured in one run, by service time)."""
     g = p.add_argument_group("statistics (docs/statistics.md)")
     g.add_argument("--threshold", type=percent, default=0.05, help="smallest change worth a verdict (default 5%%)")
-    g.add_argument("--alpha", type=float, default=0.05, help="significance level after correction (default 0.05)")
+    g.add_argument("--alpha", type=probability, default=0.05, help="significance level after correction (default 0.05)")
     g.add_argument("--correction", choices=["holm", "bh", "none"], default="holm",
                    help="false-alarm control across queries (default holm)")
     if verdict_only:
@@ -172,7 +185,7 @@ def add_statistics(p: argparse.ArgumentParser, verdict_only: bool = False) -> No
     g.add_argument("--method", choices=["chbench", "clickhouse"], default="chbench",
                    help="decision rule: chbench's (default) or ClickHouse CI's randomization test on medians "
                         "(docs/statistics.md)")
-    g.add_argument("--between-run-factor", type=float, default=None, metavar="F",
+    g.add_argument("--between-run-factor", type=non_negative_float, default=None, metavar="F",
                    help="two separate runs of one session each: allow for each run shifting a query's median by "
                         "F x its run-to-run spread (MAD) instead of measuring that shift as the queries' scatter "
                         "around their common level (the default, with 6 queries or more; F = 0.8 with fewer); "

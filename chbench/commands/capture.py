@@ -76,7 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     f.add_argument("--limit", type=positive_int, metavar="N", help="the first N queries of the window")
     f.add_argument("--sample", type=fraction, default=1.0, metavar="FRACTION",
                    help="keep this fraction, chosen by a seeded hash of the query id")
-    f.add_argument("--seed", type=int, default=0, help="for --sample (default 0)")
+    f.add_argument("--seed", type=non_negative_int, default=0, help="for --sample (default 0)")
     f.add_argument("--include-failed", action="store_true", help="also queries that failed while running")
     o = p.add_argument_group("output")
     o.add_argument("--out", required=True, metavar="FILE", help="the workload file (JSON lines) or, with --suite, "

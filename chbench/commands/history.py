@@ -12,7 +12,7 @@ import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from chbench.commands.args import Parser, add_format, percent
+from chbench.commands.args import Parser, add_format, percent, probability
 from chbench.errors import EXIT_FINDING, EXIT_OK, UsageError
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c = sub.add_parser("check", help="find changes in every series; exit 1 on a new regression")
     _store_args(c)
     c.add_argument("--threshold", type=percent, default=0.02, help="least change reported (default 2%%)")
-    c.add_argument("--alpha", type=float, default=0.05, help="significance of each change's confirmation")
+    c.add_argument("--alpha", type=probability, default=0.05, help="significance of each change's confirmation")
     c.add_argument("--no-record", action="store_true", help="do not remember what this check reported "
                    "(the next check then calls the same changes new)")
     add_format(c, ["console", "json"])

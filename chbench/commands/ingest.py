@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from chbench.commands.args import PASSWORD_HELP, add_connection, add_format, add_quiet, positive_int
+from chbench.commands.args import PASSWORD_HELP, add_connection, add_format, add_quiet, non_negative_int, positive_int
 from chbench.errors import EXIT_FINDING, EXIT_OK
 
 NAME = "ingest"
@@ -32,7 +32,7 @@ def epilog() -> str:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_connection(p)
     p.add_argument("--rows", type=positive_int, default=1_000_000, help="rows in the data set (default 1000000)")
-    p.add_argument("--seed", type=int, default=1, help="data set seed (default 1)")
+    p.add_argument("--seed", type=non_negative_int, default=1, help="data set seed (default 1)")
     p.add_argument("--paths", metavar="LIST", help="comma-separated paths (default: all this target can take)")
     p.add_argument("--batch-size", default="100000", metavar="N[,N…]",
                    help="rows per batch for batched paths; several values sweep (default 100000)")

@@ -14,6 +14,7 @@ from chbench.commands.args import (
     add_quiet,
     add_tests,
     add_warmup,
+    non_negative_float,
     percent,
     positive_float,
     positive_int,
@@ -109,7 +110,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--no-probes", action="store_true",
                    help="no machine-state probes and no calibration query between rounds (compare of separate "
                         "runs then cannot tell a busier machine from a slower engine)")
-    r.add_argument("--quiet-wait", type=float, default=60.0, metavar="S",
+    r.add_argument("--quiet-wait", type=non_negative_float, default=60.0, metavar="S",
                    help="one target: query runs measured while other processes kept the machine busy are set "
                         "aside and measured again, spending at most S seconds on them (default 60; 0 keeps every "
                         "run)")
@@ -118,7 +119,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--sessions", type=positive_int, default=1, metavar="N",
                    help="N measured sessions in one file, each on fresh connections with a pause between: "
                         "compare then measures the between-run spread instead of guessing it (default 1)")
-    r.add_argument("--session-gap", type=float, default=5.0, metavar="S",
+    r.add_argument("--session-gap", type=non_negative_float, default=5.0, metavar="S",
                    help="seconds between sessions (default 5)")
     r.add_argument("--out", metavar="FILE", help="results file (default: chbench-<time>.json)")
     add_quiet(r)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from chbench.commands.args import add_quiet, positive_int
+from chbench.commands.args import add_quiet, non_negative_int, positive_int
 from chbench.errors import EXIT_FINDING, EXIT_OK
 
 NAME = "crash-test"
@@ -19,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rows", type=positive_int, default=1_000_000, help="synthetic rows (default 1000000)")
     p.add_argument("--cycles", type=positive_int, default=5, help="kill -9 cycles (default 5)")
     p.add_argument("--batch-rows", type=positive_int, default=100_000, metavar="N", help="rows per batch")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=non_negative_int, default=1)
     p.add_argument("--out", metavar="FILE", help="results file (JSON)")
     add_quiet(p)
 

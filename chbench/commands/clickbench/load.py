@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from chbench.commands.args import add_connection, add_quiet, positive_int
+from chbench.commands.args import add_connection, add_quiet, non_negative_int, positive_int
 from chbench.errors import EXIT_OK, UsageError
 
 NAME = "load"
@@ -20,7 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--synthetic", type=positive_int, metavar="ROWS", help="generate ROWS deterministic rows")
     src.add_argument("--from", dest="from_file", metavar="FILE", help="load a hits file (streamed)")
-    p.add_argument("--seed", type=int, default=1, help="synthetic data seed (default 1)")
+    p.add_argument("--seed", type=non_negative_int, default=1, help="synthetic data seed (default 1)")
     p.add_argument("--batch-rows", type=positive_int, default=250_000, metavar="N",
                    help="synthetic rows per INSERT (each with its deduplication token; default 250000)")
     p.add_argument("--format", metavar="FMT", help="input format name for --from (default: from the extension)")

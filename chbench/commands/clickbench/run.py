@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from chbench.commands.args import add_connection, add_quiet, positive_float, positive_int
+from chbench.commands.args import add_connection, add_quiet, non_negative_int, positive_float, positive_int
 from chbench.errors import UsageError
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="also drop the OS page cache before the first try (root, local server only)")
     p.add_argument("--concurrent", type=positive_int, metavar="N", help="then N connections cycling the queries")
     p.add_argument("--duration", type=positive_float, metavar="S", help="seconds of the --concurrent test")
-    p.add_argument("--seed", type=int, default=1, help="seed of the --concurrent permutations")
+    p.add_argument("--seed", type=non_negative_int, default=1, help="seed of the --concurrent permutations")
     p.add_argument("--only", metavar="LIST", help="only these ClickBench query numbers (0-42), e.g. 0,5,42")
     p.add_argument("--system", help="'system' in the ClickBench file (default: ClickHouse or chDB)")
     p.add_argument("--machine", help="'machine' in the ClickBench file (default: this host's name)")

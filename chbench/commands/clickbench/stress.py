@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from chbench.commands.args import add_connection, add_quiet, non_negative_float, positive_float, positive_int
+from chbench.commands.args import (
+    add_connection,
+    add_quiet,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from chbench.errors import EXIT_OK, ServerLost, UsageError
 
 NAME = "stress"
@@ -26,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=non_negative_float, metavar="S",
                    help="untimed seconds of the same load first (default 5; with --ingest one window, "
                         "--duration / --windows; 0: none)")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=non_negative_int, default=1)
     p.add_argument("--timeout", type=positive_float, metavar="S", help="per-query limit")
     p.add_argument("--out", metavar="FILE", help="results file (JSON, raw latencies)")
     add_quiet(p)
