@@ -42,6 +42,9 @@ CASES = [
     (["run", "--quiet-wait", "-5"], "must be zero or more"),
     (["compare", "x.json", "--between-run-factor", "-1"], "must be zero or more"),
     (["ingest", "--seed", "-1"], "zero or more"),
+    (["run", "--timeout", "inf"], "must be a finite number"),
+    (["compare", "x.json", "--between-run-factor", "nan"], "must be a finite number"),
+    (["read", "--timeout", "1e309"], "must be a finite number"),
 ]
 
 

@@ -5,6 +5,7 @@ output — each declared once."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable
 from types import ModuleType
@@ -68,6 +69,8 @@ def _number(positive: bool) -> Callable[[str], float]:
             v = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+        if not math.isfinite(v):  # inf reached json.dumps and int() as tracebacks
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
         if positive and not v > 0:
             raise argparse.ArgumentTypeError(f"must be positive, got {text}")
         if not positive and v < 0:
