@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 # Exit codes shared by every command.
 EXIT_OK = 0
 EXIT_FINDING = 1  # compare: a query is slower; run: some query failed
@@ -46,3 +48,13 @@ class QueryError(Exception):
 
     def as_dict(self) -> dict[str, object]:
         return {"code": self.code, "message": self.message}
+
+
+def quiet_library_log(name: str) -> None:
+    """Keep a client library's own log lines off stderr: clickhouse-driver logs each failed
+    connection attempt, clickhouse-connect an "Unexpected Http Driver Exception", each before
+    raising the error chbench then reports in one line."""
+    log = logging.getLogger(name)
+    if not any(isinstance(h, logging.NullHandler) for h in log.handlers):
+        log.addHandler(logging.NullHandler())
+    log.propagate = False

@@ -23,13 +23,12 @@ clickhouse-driver (the project's clients); TLS verified; the password from the c
 from __future__ import annotations
 
 import json
-import logging
 import re
 import time
 from datetime import datetime, timezone
 from typing import Any
 
-from chbench.errors import ConnectError, UsageError
+from chbench.errors import ConnectError, UsageError, quiet_library_log
 from chbench.history.record import HistoryRun, QueryRecord
 from chbench.history.store import NoHistoryThere, Reported, matches
 from chbench.targets.base import first_line
@@ -69,8 +68,7 @@ class _Connection:
             if self.native:
                 import clickhouse_driver
 
-                # it logs a traceback of its own before raising: ours is the one line
-                logging.getLogger("clickhouse_driver").setLevel(logging.CRITICAL)
+                quiet_library_log("clickhouse_driver")
                 self.driver = clickhouse_driver.Client(
                     host=t.host, port=t.port, user=t.user, password=password or "", secure=t.secure, verify=True,
                     ca_certs=ca_file, connect_timeout=10, send_receive_timeout=120)
@@ -78,8 +76,7 @@ class _Connection:
             else:
                 import clickhouse_connect
 
-                # its driver logs an error line of its own before raising: ours is the one line
-                logging.getLogger("clickhouse_connect").setLevel(logging.CRITICAL)
+                quiet_library_log("clickhouse_connect")
                 self.http = clickhouse_connect.get_client(
                     host=t.host, port=t.port, username=t.user, password=password or "", secure=t.secure,
                     verify=True, ca_cert=ca_file, connect_timeout=10, send_receive_timeout=120)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import logging
 import time
 from typing import Any, ClassVar
 
@@ -32,7 +31,7 @@ from clickhouse_driver.settings.writer import SettingsFlags, write_settings
 from clickhouse_driver.varint import read_varint, write_varint
 from clickhouse_driver.writer import write_binary_str
 
-from chbench.errors import ChbenchError, ConnectError, QueryError, ServerLost
+from chbench.errors import ChbenchError, ConnectError, QueryError, ServerLost, quiet_library_log
 from chbench.targets.base import (
     AUTH_CODES,
     Capabilities,
@@ -47,11 +46,7 @@ from chbench.targets.base import (
 from chbench.targets.result import Result
 from chbench.targets.url import DEFAULT_PORTS, Protocol, TargetURL
 
-# clickhouse-driver logs each failed connection attempt on stderr; chbench reports the
-# failure itself, in one line
-_driver_log = logging.getLogger("clickhouse_driver")
-_driver_log.addHandler(logging.NullHandler())
-_driver_log.propagate = False
+quiet_library_log("clickhouse_driver")
 
 LIGHT_REVISION = defines.DBMS_MIN_PROTOCOL_VERSION_WITH_INCREMENTAL_PROFILE_EVENTS - 1
 STAGES = {"fetch_columns": 0, "with_mergeable_state": 1, "complete": 2}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
-from chbench.errors import UsageError
+from chbench.errors import UsageError, quiet_library_log
 from chbench.targets import Protocol, TargetURL, parse_target_url
 
 
@@ -114,16 +114,9 @@ class Skip(Exception):
 
 def connect_client(addr: Address | None, password: str | None, ca_file: str | None, compress: bool) -> Any:
     """A clickhouse-connect client for ``addr`` (Skip when there is none or it cannot connect)."""
-    import logging
-
     import clickhouse_connect
 
-    # clickhouse-connect logs a failed request on stderr ("Unexpected Http Driver
-    # Exception") before raising it; the path's failure is reported in one line already
-    log = logging.getLogger("clickhouse_connect")
-    if not log.handlers:
-        log.addHandler(logging.NullHandler())
-        log.propagate = False
+    quiet_library_log("clickhouse_connect")
     if addr is None:
         raise Skip("needs an http:// target")
     try:
