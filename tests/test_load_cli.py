@@ -296,6 +296,16 @@ def test_embedded_engine_is_the_default_and_says_what_concurrency_means(tmp_path
     assert "embedded engine" in r.stderr and "one query at a time" in r.stderr and "queries: 40" in r.stderr
 
 
+def test_a_timeout_stops_an_embedded_query_it_cannot_interrupt(tmp_path):
+    """The embedded engine runs in the lane's thread: nothing stops it from outside. The
+    server's own max_execution_time does (--timeout 0.2 counted sleep(0.5) a success)."""
+    r = run_cli("load", "-q", "SELECT sleep(0.5)", "--timeout", "0.2", "-i", "2", "-d", "0", "--continue_on_errors",
+                "--json", str(tmp_path / "t.json"))
+    assert r.code == 0, r.stderr
+    assert "code 159: 2" in r.stderr
+    assert load(tmp_path / "t.json")["statistics"]["num_errors"] == 2
+
+
 def _spawn(args: list[str]) -> subprocess.Popen[str]:
     return spawn_cli("load", *args)
 

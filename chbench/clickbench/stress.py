@@ -24,7 +24,7 @@ from chbench.clickbench.synthetic import select_sql
 from chbench.errors import QueryError, ServerLost, UsageError
 from chbench.load.config import LoadConfig
 from chbench.load.levels import probe_hosts, run_level
-from chbench.targets import Credentials, Target, make_target, time_limit
+from chbench.targets import Credentials, Target, make_target
 from chbench.workload import Query
 
 INGEST_TABLE = "hits_ingest"
@@ -114,8 +114,7 @@ def concurrent(connect: Connect, queries: list[Query], n: int, duration: float, 
     cfg = LoadConfig(targets=[connect.spec], credentials=connect.credentials,
                      queries=[replace(q, sql=statement(q.sql)) for q in queries], concurrency=n, timelimit=duration,
                      seed=seed, delay=0.0, continue_on_errors=True, timeout=timeout, lane_order=True, raw=True,
-                     query_id_prefix=f"chbench-cbstress-{seed}-",
-                     settings={"max_execution_time": time_limit(timeout)} if timeout else {})
+                     query_id_prefix=f"chbench-cbstress-{seed}-")  # load sends --timeout as max_execution_time
     hosts = probe_hosts(cfg)
     res = run_level(cfg, hosts, n, [])  # nothing shows while a phase runs: its report comes after
     phase = Phase(name, seconds=min(res.seconds, duration), lost=res.fatal, interrupted=res.interrupted,

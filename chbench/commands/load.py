@@ -100,7 +100,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--stage", choices=["complete", "fetch_columns", "with_mergeable_state"], default="complete",
                    help="processing stage (native protocol only)")
     c.add_argument("--query_id_prefix", "--query-id-prefix", dest="query_id_prefix", metavar="PREFIX")
-    c.add_argument("--timeout", type=positive_float, metavar="S", help="client-side limit per query")
+    c.add_argument("--timeout", type=positive_float, metavar="S",
+                   help="limit per query: the client stops waiting, the server stops the query (max_execution_time)")
     c.add_argument("--allow-writes", action="store_true", help="lift the read-only default (readonly=2)")
     c.add_argument("--stacktrace", action="store_true", help=argparse.SUPPRESS)  # accepted for compatibility
     o = p.add_argument_group("beyond clickhouse-benchmark")

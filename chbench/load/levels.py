@@ -79,6 +79,10 @@ def probe_hosts(cfg: LoadConfig) -> list[Host]:
         preferred = {k: v for k, v in preferred.items() if k not in cfg.settings}
         settings = {**cfg.settings, **preferred}
         notes += why if preferred else []
+        if cfg.timeout and info.knows("max_execution_time") and "max_execution_time" not in settings:
+            # the server stops a query the client gave up on (the embedded engine cannot be
+            # stopped from outside: without it, --timeout 0.2 let sleep(0.5) count as a success)
+            settings["max_execution_time"] = info.time_limit(cfg.timeout)
         warnings = []
         if not t.capabilities.concurrent_sessions:
             warnings.append(f"{t.kind}: the client threads share one in-process session, which runs one query "
