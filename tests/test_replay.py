@@ -769,3 +769,13 @@ def test_off_a_terminal_replay_prints_a_line_every_few_seconds(capsys: pytest.Ca
     shown.last -= ui.EVERY_S
     shown.status(st, final=True)
     assert capsys.readouterr().err == ""
+
+
+def test_a_timeout_reaches_the_embedded_engine(tmp_path: Path) -> None:
+    """--timeout is also the server's max_execution_time: the embedded engine cannot be
+    stopped from outside (sleep(0.5) under --timeout 0.2 was a success)."""
+    path, out = tmp_path / "w.jsonl", tmp_path / "r.json"
+    synthetic(path, 2, 0.01, "SELECT sleep(0.5)")
+    r = run_cli("replay", str(path), "--target", "embedded", "--timeout", "0.2", "--out", str(out))
+    doc = load(out)
+    assert doc["samples"]["A"]["error_code"] == [159, 159], r.stderr

@@ -129,9 +129,12 @@ class ReplaySide:
     notes: list[str] = field(default_factory=list)
     player: Player | None = None
     settings: dict[str, str] = field(default_factory=dict)  # --setting(-b): on top of each query's, known ones
+    time_limit: str | None = None  # --timeout as max_execution_time (the embedded engine cannot be stopped otherwise)
 
     def settings_for(self, captured: dict[str, str], read_only: bool) -> dict[str, str]:
         sent = {k: v for k, v in captured.items() if k not in self.unknown and not client_setting(k)}
+        if self.time_limit:
+            sent["max_execution_time"] = self.time_limit
         sent.update(self.settings)
         if read_only:  # last: a --setting does not lift it (--allow-writes does)
             sent["readonly"] = "2"
@@ -147,7 +150,8 @@ def probe(opts: ReplayOptions, p: ReplayPlan) -> list[ReplaySide]:
         unknown = sorted(k for k in p.setting_names if not client_setting(k) and not info.knows(k))
         wanted = opts.settings[i] if i < len(opts.settings) else {}
         side = ReplaySide(chr(ord("A") + i), spec, t, info.version, unknown,
-                          settings={k: v for k, v in wanted.items() if info.knows(k)})
+                          settings={k: v for k, v in wanted.items() if info.knows(k)},
+                          time_limit=info.time_limit(opts.timeout) if opts.timeout else None)
         if set(wanted) - set(side.settings):
             side.notes.append(f"--setting not known to ClickHouse {info.version}, not sent: "
                               f"{', '.join(sorted(set(wanted) - set(side.settings)))}")
