@@ -131,3 +131,11 @@ def test_a_transfer_file_stopped_early_reports_what_it_holds(kind, tmp_path):
     assert f"chbench {kind}: interrupted before any client path was measured" in text
     assert "status interrupted: only the paths measured before it stopped are here" in text
     assert "| http-file |" in text
+
+
+def test_counts_in_sentences_agree_with_their_number():
+    """'1 queries corrected for each other', '1 queries' in history list: now one noun rule."""
+    from chbench.export.numbers import count
+
+    assert [count(1, "query"), count(2, "query"), count(0, "error"), count(1200, "run"), count(2, "day")] == \
+        ["1 query", "2 queries", "0 errors", "1,200 runs", "2 days"]

@@ -14,6 +14,7 @@ from chbench.clickbench.runner import CacheDropper, QueryOutcome, compare_with_r
 from chbench.clickbench.stress import Connect, require_server
 from chbench.clickbench.stress import concurrent as run_concurrent
 from chbench.errors import EXIT_FINDING, EXIT_OK
+from chbench.export.numbers import count
 from chbench.results import ClickBenchEntry, ClickBenchRunDocument, ResultsWriter
 from chbench.targets import Target
 
@@ -139,6 +140,6 @@ def _verdict(doc: ClickBenchRunDocument, outcomes: list[QueryOutcome], opts: Run
                 + (f"; {len(diffs)} order-sensitive differences listed" if diffs else ""))
     if failed:
         verdict.exit_code = EXIT_FINDING
-        verdict.messages.append(f"{len(failed)} queries failed at least once: "
+        verdict.messages.append(f"{count(len(failed), 'query')} failed at least once: "
                                 + ", ".join(f"Q{i - 1}" for i in failed))
     return verdict

@@ -90,6 +90,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from chbench.commands.connection import credentials, named_targets
+    from chbench.export.numbers import count
     from chbench.replay.capture import CaptureOptions, capture
     from chbench.replay.suite import REDACTED, suite_text, summary_lines
     from chbench.results.store import write_text_atomic
@@ -138,9 +139,10 @@ def run(args: argparse.Namespace) -> int:
         if opts.redact_literals:
             sys.stderr.write(f"chbench: note: {REDACTED}\n")
         write_text_atomic(args.out, text)
-        sys.stderr.write(f"chbench: suite of {text.count(chr(10) + '-- name: ')} queries written to {args.out}\n")
+        suite = count(text.count("\n-- name: "), "query")
+        sys.stderr.write(f"chbench: suite of {suite} written to {args.out}\n")
     else:
-        sys.stderr.write(f"chbench: {got.written:,} queries written to {args.out}\n")
+        sys.stderr.write(f"chbench: {count(got.written, 'query')} written to {args.out}\n")
     return EXIT_OK
 
 

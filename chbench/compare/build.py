@@ -17,6 +17,7 @@ from chbench.compare.pertest import per_test, test_of_queries, thresholds_of
 from chbench.compare.sides import Side, Sides, merge_sides, sides_of, without_round_factors
 from chbench.errors import UsageError
 from chbench.explain.build import explain_rows
+from chbench.export.numbers import count
 from chbench.machine.reference import warm
 from chbench.results import open_results
 from chbench.results.run import configuration_diff
@@ -269,7 +270,7 @@ def too_few_to_show(rows: list[QueryComparison], alpha: float) -> str | None:
     runs = rounds_to_show_a_change(len(counts), alpha) if paired else \
         next(n for n in range(2, 1000) if _rank_sum_smallest_p(n, n) < need)
     return (f"{what} per query: no query can be shown slower or faster — a rank test's smallest p is "
-            f"{smallest:.2g}, and {len(counts)} queries corrected for each other (Holm, alpha {alpha:g}) "
+            f"{smallest:.2g}, and {count(len(counts), 'query')} corrected for each other (Holm, alpha {alpha:g}) "
             f"need below {need:.2g}; measure with --iterations {runs} or more")
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chbench.compare.document import ComparisonDoc
+from chbench.export.numbers import count
 from chbench.stats.compare import LEVEL_UNKNOWN
 from chbench.stats.shift import who_may
 from chbench.stats.verdict import UNSTABLE, QueryComparison, pct
@@ -152,7 +153,8 @@ def findings(doc: ComparisonDoc, separate: bool, advice: Advice = ADVICE["chbenc
     if paired:
         spreads = sorted(q.paired.spread for q in paired if q.paired is not None and math.isfinite(q.paired.spread))
         mid = spreads[len(spreads) // 2] if spreads else math.nan
-        out.append(f"judged on paired rounds ({len(paired)} of {len(doc.queries)} queries): B/A varied ±{mid:.1%} "
+        out.append(f"judged on paired rounds ({len(paired)} of {count(len(doc.queries), 'query')}): B/A varied "
+                   f"±{mid:.1%} "
                    "from round to round (median); the pooled verdicts are in the JSON (unpaired)")
     if machine.get("log_change_bound"):
         out.append("the calibration query moved between the runs and these files have no probes: intervals widened")

@@ -18,6 +18,12 @@ def num(v: Any, fmt: str = "") -> str:
     return DASH if missing(v) else format(v, fmt)
 
 
+def count(n: int, noun: str, nouns: str | None = None) -> str:
+    """``n`` and its noun, singular or plural: 1 query, 2 queries, 1,200 runs."""
+    many = nouns or (noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s")
+    return f"{n:,} {noun if n == 1 else many}"
+
+
 def change(ratio: float | None) -> str:
     """A ratio B/A as a signed percent change: 1.053 → '+5.3%'."""
     if ratio is None or missing(ratio):

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from chbench.errors import QueryError, ServerLost, SetupFailed
+from chbench.export.numbers import count
 from chbench.load.benchmark_text import level_lines, sweep_lines
 from chbench.load.config import LoadConfig
 from chbench.load.document import level_entry, new_document, outcome_of, sweep_rows, views
@@ -48,7 +49,7 @@ def per_host_lines(per_host: list[dict[str, Any]]) -> list[str]:
     for h in per_host:
         hist = Histogram.from_json(h["histogram"])
         p50, p99 = hist.percentile(50), hist.percentile(99)
-        lines.append(f"  {h['label']}: {h['queries']} queries, {h['errors']} errors"
+        lines.append(f"  {h['label']}: {count(h['queries'], 'query')}, {count(h['errors'], 'error')}"
                      + (f", p50 {p50:.3f} ms, p99 {p99:.3f} ms" if p50 is not None and p99 is not None else ""))
     return lines
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from chbench.compare import Comparison
 from chbench.compare.document import ComparisonDoc
-from chbench.export.numbers import change, interval
+from chbench.export.numbers import change, count, interval
 from chbench.export.sections import Cell, Charts, Column, Details, Heading, Section, Table, Text
 from chbench.report.charts import chart, key
 from chbench.stats.verdict import CommonShift, QueryComparison
@@ -54,7 +54,7 @@ def summary(doc: ComparisonDoc, full: bool = True, why: list[Text] | None = None
     g = s.geomean
     if g.ratio is not None:
         ci = f" (95% CI {interval(g.ci)})" if g.ci else ""
-        out.append(Text(f"Geometric mean of ratios B/A: {change(g.ratio)}{ci} over {g.queries} queries",
+        out.append(Text(f"Geometric mean of ratios B/A: {change(g.ratio)}{ci} over {count(g.queries, 'query')}",
                         "summary", {"data-geomean": repr(g.ratio)}))
     t = s.total_median_ms
     if t["ratio"] is not None:

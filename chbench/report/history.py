@@ -11,6 +11,7 @@ import json
 import os
 from typing import Any
 
+from chbench.export.numbers import count
 from chbench.export.sections import Block, Charts, Column, Details, Report, Section, Table, Text
 from chbench.history.check import CONFIGURATION_CHANGED, CheckResult
 from chbench.history.record import HistoryRun, iso
@@ -54,10 +55,10 @@ def check_text(result: CheckResult, location: str) -> str:
 
 
 def list_text(runs: list[HistoryRun], location: str) -> str:
-    out = [f"{len(runs)} runs in {location}\n"]
+    out = [f"{count(len(runs), 'run')} in {location}\n"]
     for r in runs:
         labels = " ".join(f"{k}={v}" for k, v in sorted(r.labels.items()))
-        out.append(f"  {r.run_id}  {iso(r.started_at)[:19]}  {len(r.queries):>3} queries  "
+        out.append(f"  {r.run_id}  {iso(r.started_at)[:19]}  {count(len(r.queries), 'query', 'queries'):>11}  "
                    f"{r.target.get('server_version') or '?':<12} {r.baseline[0]:<12} {labels}\n")
     return "".join(out)
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chbench.export.numbers import count
 from chbench.export.sections import Cell, Charts, Column, Details, Section, Table, Text
 from chbench.report.charts import chart, key
 from chbench.results import RunDocument, RunQuery
@@ -131,7 +132,7 @@ def test_lines(doc: RunDocument) -> list[Text]:
         names = set(t.get("queries") or [])
         qs = [q for q in doc.queries if q.name in names]
         skipped = [q for q in qs if any(q.skipped(sid) for sid in q.side_ids())]
-        line = f"test {t['name']}: {len(qs)} queries"
+        line = f"test {t['name']}: {count(len(qs), 'query')}"
         if skipped and not t.get("skipped"):
             why = sorted({f"{sid}: {q.skipped(sid)}" for q in skipped for sid in q.side_ids() if q.skipped(sid)})
             line += f", {len(skipped)} skipped ({'; '.join(why)})"
