@@ -343,6 +343,9 @@ def test_history_cli_gate_contract_and_exports(tmp_path: Path) -> None:
     assert "matches" not in run_cli("history", "check", "--store", store, "--label", "branch=main").stderr
     r = run_cli("history", "show", "q3", "--store", store)
     assert r.code == 0 and "← regression" in r.stdout and len(r.stdout.splitlines()) == 41
+    # show marks what a check with the same --threshold reports: none at 20% (it ignored it)
+    r = run_cli("history", "show", "q3", "--store", store, "--threshold", "20")
+    assert r.code == 0 and "← regression" not in r.stdout
     r = run_cli("history", "list", "--store", store, "--format", "json")
     assert len(r.json()["runs"]) == 40
     html = tmp_path / "h.html"

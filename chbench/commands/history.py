@@ -80,8 +80,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _store_args(a, filters=False)
     c = sub.add_parser("check", help="find changes in every series; exit 1 on a new regression")
     _store_args(c)
-    c.add_argument("--threshold", type=percent, default=0.02, help="least change reported (default 2%%)")
-    c.add_argument("--alpha", type=probability, default=0.05, help="significance of each change's confirmation")
+    _detection_args(c)
     c.add_argument("--no-record", action="store_true", help="do not remember what this check reported "
                    "(the next check then calls the same changes new)")
     add_format(c, ["console", "json"])
@@ -92,6 +91,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s = sub.add_parser("show", help="one query's series, run by run")
     s.add_argument("query", metavar="QUERY")
     _store_args(s)
+    _detection_args(s)
     add_format(s, ["console", "json"])
     e = sub.add_parser("export", help="every stored run as JSON or CSV")
     _store_args(e)
@@ -99,7 +99,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r = sub.add_parser("report", help="an HTML page: every series, its changes, an overview")
     _store_args(r)
     r.add_argument("--html", required=True, metavar="FILE")
-    r.add_argument("--threshold", type=percent, default=0.02, help="least change shown (default 2%%)")
+    _detection_args(r)
+
+
+def _detection_args(p: argparse.ArgumentParser) -> None:
+    """What counts as a change: the same for check, show and report, so each names the same
+    changes (show and report had no --alpha, show no --threshold: they used the defaults)."""
+    p.add_argument("--threshold", type=percent, default=0.02, help="least change reported (default 2%%)")
+    p.add_argument("--alpha", type=probability, default=0.05, help="significance of each change's confirmation")
 
 
 def open_from(args: argparse.Namespace, create: bool = False) -> Store:
@@ -214,7 +221,7 @@ def _show(args: argparse.Namespace, store: Store) -> int:
     if not any(q.name == args.query for r in runs for q in r.queries):
         names = sorted({q.name for r in runs for q in r.queries})
         raise UsageError(f"no query named {args.query!r} in the store ({', '.join(names[:8]) or 'no runs'} …)")
-    result = check(runs, store.reported(), CheckOptions())
+    result = check(runs, store.reported(), CheckOptions(threshold=args.threshold, alpha=args.alpha))
     from chbench.report.history import show_json, show_text
 
     if args.format == "json":
@@ -236,7 +243,7 @@ def _report(args: argparse.Namespace, store: Store) -> int:
     from chbench.history.check import CheckOptions, check
 
     runs = _selected(args, store)
-    result = check(runs, store.reported(), CheckOptions(threshold=args.threshold))
+    result = check(runs, store.reported(), CheckOptions(threshold=args.threshold, alpha=args.alpha))
     _write_html(args.html, runs, result)
     return EXIT_OK
 
