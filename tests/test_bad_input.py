@@ -73,3 +73,13 @@ def test_results_never_replace_a_device(command, tmp_path):
     r = run_cli(*command, "--out", os.devnull)
     assert r.code == 2 and "not a regular file" in r.stderr, r.stderr
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+@pytest.mark.parametrize("args", [["history", "list", "--store", "http://u:s3cr3t@127.0.0.1:1/db"],
+                                  ["history", "list", "--store", "ftp://u:s3cr3t@h/db"],
+                                  ["run", "--target", "http://u:s3cr3t@[::1"]])
+def test_a_password_written_into_a_url_is_refused_without_being_echoed(args, tmp_path):
+    """The refusal of ``--store http://u:secret@…`` printed the URL, password and all."""
+    r = run_cli(*args, "--out", str(tmp_path / "x.json")) if args[0] == "run" else run_cli(*args)
+    assert_one_line_error(r)
+    assert "s3cr3t" not in r.stderr and "***" in r.stderr, r.stderr

@@ -32,7 +32,7 @@ from chbench.errors import ConnectError, UsageError, quiet_library_log
 from chbench.history.record import HistoryRun, QueryRecord
 from chbench.history.store import NoHistoryThere, Reported, matches
 from chbench.targets.base import first_line
-from chbench.targets.url import parse_target_url
+from chbench.targets.url import parse_target_url, shown
 
 DEFAULT_DATABASE = "chbench"
 SCHEMA_VERSION = 1
@@ -60,7 +60,7 @@ class _Connection:
         try:
             t = parse_target_url(url)
         except Exception as e:  # noqa: BLE001 - the URL parser's own message
-            raise UsageError(f"--store {url}: {e}") from None
+            raise UsageError(f"--store {shown(url)}: {e}") from None
         self.database = t.database or DEFAULT_DATABASE
         self.display = f"{t.kind.scheme}://{t.user}@{t.host}:{t.port}/{self.database}"
         self.native = t.protocol.value == "native"

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from chbench.errors import ChbenchError, UsageError
 from chbench.history.record import HistoryRun
+from chbench.targets.url import shown
 
 # URL scheme → "module:class" of its backend; anything else is a local path
 BACKENDS = {
@@ -111,7 +112,8 @@ def open_store(url: str | None, password: str | None = None, ca_file: str | None
     from chbench.history.local import LocalStore
 
     if scheme and scheme != "file":
-        raise UsageError(f"--store {url}: not a store (a path, http(s)://host:8123/db or clickhouse(s)://host:9000/db)")
+        raise UsageError(f"--store {shown(url or '')}: not a store (a path, http(s)://host:8123/db or "
+                         "clickhouse(s)://host:9000/db)")
     path = Path(url.split("://", 1)[1]) if scheme == "file" and url else Path(url) if url else default_location()
     if path.is_dir():
         path = path / "history.sqlite"

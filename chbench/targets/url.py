@@ -24,6 +24,7 @@ A new kind of target is a module in this folder plus one line in ``KINDS``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from enum import Enum
 from urllib.parse import unquote, urlsplit
@@ -115,9 +116,22 @@ class TargetURL:
         return replace(self, path=path)
 
 
+def shown(spec: str) -> str:
+    """``spec`` as an error message may show it: a password written into it (refused, but
+    echoed by the refusal of ``--store http://u:secret@…`` before) as ``***``."""
+    return re.sub(r"(://[^/@:]*):[^/@]*@", r"\1:***@", spec)
+
+
 def parse_target_url(spec: str, user: str | None = None, database: str | None = None) -> TargetURL:
     """Parse ``spec``; a bad one is one clear UsageError naming what is wrong."""
     spec = spec.strip()
+    try:
+        return _parse(spec, user, database)
+    except UsageError as e:
+        raise UsageError(shown(str(e))) from None
+
+
+def _parse(spec: str, user: str | None, database: str | None) -> TargetURL:
     name, sep, rest = spec.partition(":")
     base, at, version = name.partition("@")
     kind = KINDS.get(base.lower() + at)
