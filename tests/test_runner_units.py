@@ -84,6 +84,10 @@ def test_a_timeout_under_a_second_is_sent_as_it_is_where_the_server_reads_fracti
     target = FakeTarget(lambda call: 1.0, version=version)
     run_plan(_plan((target, _workload("q"), {}), timeout=0.2, iterations=1), None, Progress())
     assert {c.settings["max_execution_time"] for c in target.executed()} == {sent}
+    from chbench.targets import time_limit
+
+    # no exponent, never 0 (no limit at all): 1e-05 went out as "1e-05"
+    assert [time_limit(v, (26, 9)) for v in (1e-5, 1e7, 1.25)] == ["0.001", "10000000", "1.25"]
 
 
 def test_the_calibration_query_runs_without_the_configuration_under_test(tmp_path):

@@ -120,7 +120,9 @@ def time_limit(seconds: float, version: tuple[int, ...] | None = None) -> str:
     success on 26.9 (2026-12-07). An older or unknown server gets whole seconds, rounded up:
     never a limit shorter than asked (the client's own timeout still stops the query)."""
     if version is not None and version >= (22, 6):
-        return f"{seconds:g}"
+        # milliseconds, no exponent: 1e-05 or 1e+07 is no number the server's parser takes
+        # for sure, and anything rounding to 0 would mean no limit at all
+        return f"{max(seconds, 0.001):.3f}".rstrip("0").rstrip(".")
     return str(max(1, math.ceil(seconds)))
 
 
