@@ -162,3 +162,22 @@ def test_a_setting_neither_end_knows_is_refused_before_anything_runs(tmp_path):
     done = run_bisect(["26.1", "26.9"], make, wl, BisectOptions(kind="answer", settings={"new_thing": "1"}),
                       str(out), lambda _: None)
     assert out.exists() and done.doc.bisect["comparisons"] == 1
+
+
+def test_a_search_on_undecided_comparisons_says_it_leaned_not_found():
+    """Every comparison at its --max-rounds: the headline said 'first change: … (not
+    confirmed)' and a note that the adjacent versions 'measured alike' — they were never
+    decided either way."""
+    from chbench.bisect.driver import summarize
+    from chbench.report.bisect import headline
+
+    judge = chain([1.0, 1.0, 1.04], sd=0.08, seed=2)
+    judge.max_rounds = 10
+    s = bisect(3, judge)
+    assert s.steps[0].decision is Decision.UNKNOWN and s.found  # the search follows the lean
+    b = {"old": "1", "new": "3", **summarize(s, ["1", "2", "3"])}
+    assert b["undecided"] == sum(st.decision is Decision.UNKNOWN for st in s.steps) >= 1
+    assert headline(b).startswith("undecided, leaning changed — ")
+    assert any("stayed undecided: whether the range holds a change at all is a lean" in n for n in b["notes"])
+    assert b["changes"] and all(c["undecided"] for c in b["changes"]) and "(undecided: leaning)" in headline(b)
+    assert not any("measured alike" in n for n in b["notes"])

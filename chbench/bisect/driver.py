@@ -138,7 +138,11 @@ def summarize(s: BisectSearch, versions: list[str], skipped: Sequence[str] = ())
                          f"installed: the change came with one of them or with {versions[c.first_changed]}; "
                          "without --installed the search narrows it")
     for c in s.changes:
-        if not c.confirmed:
+        if c.step.decision is Decision.UNKNOWN:
+            notes.append(f"{versions[c.last_same]} → {versions[c.first_changed]} stayed undecided after "
+                         f"{c.step.detail.get('rounds', '?')} rounds (--max-rounds): the search followed its "
+                         f"estimate, leaning {c.step.leaning.value}; more rounds decide it")
+        elif not c.confirmed:
             notes.append(f"no single step at {versions[c.last_same]} → {versions[c.first_changed]}: the two adjacent "
                          f"versions measured alike, yet {versions[c.first_changed]} differs from the versions before "
                          "— the change builds up over several versions (chbench trend shows each)")
@@ -148,6 +152,10 @@ def summarize(s: BisectSearch, versions: list[str], skipped: Sequence[str] = ())
     if not s.found:
         notes.append(f"{versions[0]} and {versions[-1]} alike: no change to find (a change that reverts within the "
                      "range is not seen: chbench trend shows every version)")
+    undecided = [st for st in s.steps if st.decision is Decision.UNKNOWN]
+    if s.steps and s.steps[0].decision is Decision.UNKNOWN:
+        notes.append(f"{versions[0]} against {versions[-1]} stayed undecided: whether the range holds a change at all "
+                     f"is a lean ({s.steps[0].leaning.value}), not a finding")
     tried = sorted({i for st in s.steps for i in (st.old, st.new)})
     sized = [c for c in s.changes if c.step.detail.get("ratio")]
     largest = max(sized, key=lambda c: abs(math.log(c.step.detail["ratio"])), default=None)
@@ -155,4 +163,5 @@ def summarize(s: BisectSearch, versions: list[str], skipped: Sequence[str] = ())
             "last_same": versions[first.last_same] if first else None,
             "steps": [st.to_json(versions) for st in s.steps], "changes": changes,
             "largest": largest.to_json(versions) if largest is not None and len(s.changes) > 1 else None,
-            "comparisons": len(s.steps), "versions_tried": [versions[i] for i in tried], "notes": notes}
+            "comparisons": len(s.steps), "undecided": len(undecided), "versions_tried": [versions[i] for i in tried],
+            "notes": notes}

@@ -73,8 +73,8 @@ class VersionChange:
 
     def to_json(self, versions: list[str]) -> dict[str, Any]:
         out = {"last_same": versions[self.last_same], "first_changed": versions[self.first_changed],
-               "confirmed": self.confirmed, **{k: v for k, v in self.step.detail.items() if k in
-                                               ("ratio", "ci", "answers", "summary")}}
+               "confirmed": self.confirmed, "undecided": self.step.decision is Decision.UNKNOWN,
+               **{k: v for k, v in self.step.detail.items() if k in ("ratio", "ci", "answers", "summary")}}
         ratio, threshold = self.step.detail.get("ratio"), self.step.detail.get("threshold")
         if ratio and threshold:  # found at half the threshold: is it as large as the threshold too?
             out["beyond_threshold"] = abs(ratio - 1) >= threshold

@@ -42,12 +42,16 @@ def headline(b: dict[str, Any]) -> str:
     parts = []
     for c in changes:
         size = c.get("summary") or ""
-        confirmed = "" if c.get("confirmed") else " (not confirmed between the adjacent versions)"
+        confirmed = " (undecided: leaning)" if c.get("undecided") else \
+            "" if c.get("confirmed") else " (not confirmed between the adjacent versions)"
         small = " (under the threshold)" if c.get("beyond_threshold") is False else ""
         gap = c.get("not_installed_between") or []
         gap_s = f" (spans {', '.join(gap)}, not installed)" if gap else ""
         parts.append(f"{c['last_same']} → {c['first_changed']}: {size}{small}{confirmed}{gap_s}")
     head = "first change: " if len(changes) == 1 else f"{len(changes)} changes in the range: "
+    steps = b.get("steps") or []
+    if steps and steps[0].get("undecided"):  # OLD against NEW itself: the whole search is a lean
+        head = "undecided, leaning changed — " + head
     big = b.get("largest")
     tail = f" — the largest: {big['last_same']} → {big['first_changed']}" if big else ""
     return head + "; ".join(parts) + tail
