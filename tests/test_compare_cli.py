@@ -156,6 +156,19 @@ def test_matching_by_sql_when_names_differ(files, tmp_path):
     r = run_cli("compare", str(files["a"]), str(renamed), "--format", "json")
     assert [q["verdict"] for q in r.json()["queries"]].count("only in B") == 0
 
+    assert not any("different SQL" in n for n in r.json()["notes"])
+    # one name, edited SQL: compared, and said (in silence it read as a change of speed)
+    doc = json.loads(files["a"].read_text())
+    q = doc["queries"][0]
+    for place in (q, *q["sides"].values()):
+        for key in ("sql", "sql_sent"):
+            place[key] = place[key].replace("SELECT", "SELECT 1 + ", 1)
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(doc))
+    r = run_cli("compare", str(files["a"]), str(edited), "--format", "json")
+    name = doc["queries"][0]["name"]
+    assert f"1 query ran different SQL in A and B under one name ({name})" in " ".join(r.json()["notes"])
+
 
 UPGRADE_A = {
     "meta": {"host": "db1", "port": 8123, "server_version": "23.8.1", "iterations": 20, "warmup": 1,

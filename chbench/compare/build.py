@@ -86,6 +86,18 @@ def match_names(a: Side, b: Side) -> tuple[list[str], dict[str, str]]:
     return names, rename
 
 
+def edited(names: list[str], a: Side, b_queries: dict[str, Any]) -> str | None:
+    """The note for queries of one name whose SQL differs between two separate files: they
+    are compared as one query (a rewrite may be the point), but in silence an edited query
+    read as a change of speed (numbers(1000000) against numbers(2000000): +25%, no word)."""
+    differ = [n for n in names if n in a.queries and n in b_queries and a.queries[n].sql and b_queries[n].sql
+              and _norm(a.queries[n].sql) != _norm(b_queries[n].sql)]
+    if not differ:
+        return None
+    return (f"{count(len(differ), 'query')} ran different SQL in A and B under one name ({', '.join(differ[:5])}"
+            f"{', …' if len(differ) > 5 else ''}): compared as the same query — edited between the runs?")
+
+
 def pair_view(one: Sides, pair: tuple[int, int]) -> Sides:
     """A file of N sides seen as the two ``pair`` names: its checks (answers, plans, the
     data) re-keyed so that those two are ``a`` and ``b`` (compare/checks.py reads them so)."""
@@ -335,8 +347,8 @@ def _say_between_run(notes: list[str], result: Any, stats: Options, advice: Advi
                      f"spread; {advice.sessions} would measure it")
     elif stats.measure_between:
         tested = sum(1 for q in result.queries if q.between_run is not None)
-        notes[at] = notes[at].replace("one session per side:", f"one session per side and {tested} queries judged "
-                                      f"(their scatter measures it from {MEASURED_FROM}):", 1)
+        notes[at] = notes[at].replace("one session per side:", f"one session per side and {count(tested, 'query')} "
+                                      f"judged (their scatter measures it from {MEASURED_FROM}):", 1)
 
 
 def _overloaded(result: ComparisonResult, a: Side, b: Side) -> None:
@@ -402,6 +414,8 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
     if not set(a.queries) & set(b_queries):
         raise UsageError("the results have no query in common (matched by name, then by SQL)")
     machine = machine_state(a, b) if separate else None
+    if separate and (note := edited(names, a, b_queries)) is not None:
+        notes.append(note)
     test_of = test_of_queries(a, b, rename)
     thresholds = thresholds_of(test_of, [*b.tests, *a.tests])
     stats = Options(threshold=opts.threshold, alpha=opts.alpha, correction=opts.correction,
