@@ -252,6 +252,10 @@ def test_compare_bad_inputs(files, tmp_path):
     assert_one_line_error(r)
     assert "no query in common" in r.stderr
     assert_one_line_error(run_cli("compare", str(files["a"]), str(files["b"]), "--threshold", "abc"))
+    # a report into a directory that is not there: one line (it was a FileNotFoundError traceback)
+    r = run_cli("compare", str(files["a"]), str(files["b"]), "--output", str(tmp_path / "no" / "r.md"))
+    assert_one_line_error(r)
+    assert "directory" in r.stderr and "does not exist" in r.stderr
 
 
 def test_server_metric_missing_is_a_clear_error(files, tmp_path):

@@ -93,9 +93,11 @@ def run(args: argparse.Namespace) -> int:
     from chbench.export.numbers import count
     from chbench.replay.capture import CaptureOptions, capture
     from chbench.replay.suite import REDACTED, suite_text, summary_lines
+    from chbench.results import check_output_path
     from chbench.results.store import write_text_atomic
     from chbench.targets import make_target
 
+    check_output_path(args.out, "the workload")  # before the query_log is read, not after
     specs = named_targets(args)
     if args.from_file and specs:
         raise UsageError("give either --from FILE or a --target, not both")

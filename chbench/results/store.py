@@ -41,10 +41,15 @@ def write_report(path: str | Path, text: str) -> None:
     into place like a results file, so a Ctrl-C never leaves half a page; a path that is
     not a regular file (``/dev/stdout``, a pipe) is written to as it is."""
     p = Path(path)
-    if p.exists() and not p.is_file():
-        p.write_text(text, encoding="utf-8")
-    else:
-        write_text_atomic(p, text)
+    if not p.resolve().parent.is_dir():  # compare --output, history report --html: a traceback before
+        raise UsageError(f"cannot write {path}: directory {p.resolve().parent} does not exist")
+    try:
+        if p.exists() and not p.is_file():
+            p.write_text(text, encoding="utf-8")
+        else:
+            write_text_atomic(p, text)
+    except OSError as e:  # a read-only directory, a full disk
+        raise UsageError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def write_file_atomic(path: str | Path, write: Callable[[IO[str]], object]) -> None:
