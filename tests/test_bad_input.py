@@ -45,6 +45,8 @@ CASES = [
     (["run", "--timeout", "inf"], "must be a finite number"),
     (["compare", "x.json", "--between-run-factor", "nan"], "must be a finite number"),
     (["read", "--timeout", "1e309"], "must be a finite number"),
+    (["run", "--target", "https://127.0.0.1:1", "--ca-file", "/nonexistent-ca.pem"], "CA file not found"),
+    (["history", "list", "--store", "https://127.0.0.1:1/x", "--store-ca-file", "/nonexistent"], "CA file not found"),
 ]
 
 

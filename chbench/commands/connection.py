@@ -25,9 +25,17 @@ def password_from(password_file: str | None, given: str | None = None) -> str | 
     return os.environ.get("CLICKHOUSE_PASSWORD")
 
 
+def ca_file_from(path: str | None) -> str | None:
+    """``--ca-file``: a file that is there and can be read, or one line now (a missing one
+    was a FileNotFoundError traceback from the TLS layer on connecting)."""
+    if path:
+        read_user_file(path, "CA file")
+    return path
+
+
 def credentials(args: argparse.Namespace) -> Credentials:
     return Credentials(user=args.user, password=password_from(args.password_file, args.password),
-                       database=args.database, ca_file=args.ca_file)
+                       database=args.database, ca_file=ca_file_from(args.ca_file))
 
 
 def named_targets(args: argparse.Namespace) -> list[str]:

@@ -110,12 +110,12 @@ def _detection_args(p: argparse.ArgumentParser) -> None:
 
 
 def open_from(args: argparse.Namespace, create: bool = False) -> Store:
-    from chbench.commands.connection import password_from
+    from chbench.commands.connection import ca_file_from, password_from
     from chbench.history.store import open_store
 
     password = password_from(getattr(args, "store_password_file", None))
-    return open_store(getattr(args, "store", None), password=password, ca_file=getattr(args, "store_ca_file", None),
-                      create=create)
+    return open_store(getattr(args, "store", None), password=password,
+                      ca_file=ca_file_from(getattr(args, "store_ca_file", None)), create=create)
 
 
 def add_files(files: list[str], labels: dict[str, str], store: Store, side: str | None = None) -> list[str]:
@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "add":
         for f in args.files:
             if not os.path.isfile(f):
-                raise UsageError(f"{f}: no such file")
+                raise UsageError(f"{f}: {'not a file' if os.path.exists(f) else 'no such file'}")
     from chbench.history.store import NoHistory
 
     store = open_from(args, create=args.action == "add")
