@@ -93,3 +93,21 @@ def test_default_suite_scales_every_row_count():
     assert "numbers_mt(150000000)" in base["aggregation"] and "numbers_mt(165000000)" in big["aggregation"]
     assert "numbers(10000000)" in base["join"] and "numbers(11000000)" in big["join"]
     assert "% 550000" in big["group_by_large"]
+
+
+def test_a_byte_order_mark_and_windows_line_ends_are_read_through(tmp_path):
+    """Windows editors start a file with a BOM: the first ``-- name:`` named no query and
+    the SQL began with U+FEFF. The same for a password file (a BOM broke the login)."""
+    from chbench.commands.connection import password_from
+    from chbench.workload import read_workload
+
+    path = tmp_path / "q.sql"
+    path.write_bytes("\ufeff-- name: first\r\nSELECT 1;\r\n-- name: second\r\nSELECT 'a;b';\r\n".encode())
+    wl = read_workload(str(path))
+    assert [(q.name, q.sql) for q in wl.queries] == [("first", "SELECT 1"), ("second", "SELECT 'a;b'")]
+    pw = tmp_path / "pw"
+    pw.write_bytes("\ufeffs3cret\r\n".encode())
+    assert password_from(str(pw)) == "s3cret"
+    (tmp_path / "bad.sql").write_bytes(b"\xff\xfeSELECT 1")
+    with pytest.raises(UsageError, match="not a UTF-8 text file"):
+        read_workload(str(tmp_path / "bad.sql"))

@@ -7,7 +7,7 @@ import os
 import sys
 
 from chbench.errors import UsageError
-from chbench.files import read_user_file
+from chbench.files import read_user_file, read_user_text
 from chbench.targets import DEFAULT_TARGET, Credentials, Protocol, Target, make_target
 from chbench.targets.url import scheme_for
 
@@ -16,7 +16,7 @@ def password_from(password_file: str | None, given: str | None = None) -> str | 
     """A password file, else a password given on the command line (with a warning),
     else ``CLICKHOUSE_PASSWORD``, else none."""
     if password_file:
-        return read_user_file(password_file, "password file").decode("utf-8", "replace").rstrip("\r\n")
+        return read_user_text(password_file, "password file").rstrip("\r\n")
     if given is not None:
         sys.stderr.write(
             "chbench: warning: --password shows in the process list; use CLICKHOUSE_PASSWORD or --password-file\n"

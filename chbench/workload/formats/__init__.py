@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chbench.errors import UsageError
-from chbench.files import read_user_file
+from chbench.files import read_user_text
 from chbench.workload.formats.clickbench import looks_like_clickbench, parse_clickbench
 from chbench.workload.formats.perftest import (
     PerfTestOptions,
@@ -64,12 +64,8 @@ def parse_workload(text: str, source: str = "query file", fmt: str = AUTO) -> Wo
 def _read_text(path: str) -> tuple[str, str]:
     """(text, source) of a query file; ``-`` reads standard input."""
     if path == "-":
-        return sys.stdin.read(), "standard input"
-    raw = read_user_file(path, "query file")
-    try:
-        return raw.decode("utf-8"), path
-    except UnicodeDecodeError:
-        raise UsageError(f"{path}: not a UTF-8 text file") from None
+        return sys.stdin.read().removeprefix("\ufeff"), "standard input"
+    return read_user_text(path, "query file"), path
 
 
 def read_workload(path: str, fmt: str = AUTO) -> Workload:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chbench.errors import UsageError
-from chbench.files import read_user_file
+from chbench.files import read_user_file, read_user_text
 from chbench.workload.model import Group, Query, Statement, Workload
 from chbench.workload.sql import created_objects, scan, tables_named
 
@@ -131,7 +131,7 @@ class _Reader:
             return e.text or ""
         full = Path(self.source).parent / path
         try:
-            return read_user_file(str(full), "query file").decode("utf-8")
+            return read_user_text(str(full), "query file")
         except UsageError as err:
             raise self.fail(f"{where} file={path!r}", str(err)) from None
         except UnicodeDecodeError:
@@ -291,10 +291,7 @@ def read_tests(paths: list[str], name_filter: str | None = None) -> Workload:
         if pattern is not None and not pattern.search(name):
             continue
         try:
-            raw = read_user_file(path, "test file")
-            part = parse_perftest(raw.decode("utf-8"), path)
-        except UnicodeDecodeError:
-            part, msg = None, f"{path}: not a UTF-8 text file"
+            part = parse_perftest(read_user_text(path, "test file"), path)
         except UsageError as e:
             part, msg = None, str(e)
         if part is None:
