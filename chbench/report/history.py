@@ -58,7 +58,7 @@ def list_text(runs: list[HistoryRun], location: str) -> str:
     out = [f"{count(len(runs), 'run')} in {location}\n"]
     for r in runs:
         labels = " ".join(f"{k}={v}" for k, v in sorted(r.labels.items()))
-        out.append(f"  {r.run_id}  {iso(r.started_at)[:19]}  {count(len(r.queries), 'query', 'queries'):>11}  "
+        out.append(f"  {r.run_id}  {iso(r.started_at)[:19]}  {count(len(r.queries), 'query'):>11}  "
                    f"{r.target.get('server_version') or '?':<12} {r.baseline[0]:<12} {labels}\n")
     return "".join(out)
 
