@@ -207,3 +207,19 @@ def test_an_interval_too_few_rounds_cannot_bound_is_valid_json():
     row = QueryComparison("q", ratio=1.0, ci=(0.0, math.inf), paired=res)
     text = json.dumps(row.to_json(), allow_nan=False)
     assert json.loads(text)["ci"] == [0.0, None] and json.loads(text)["paired"]["ci"][1] is None
+
+
+def test_times_of_zero_ms_are_skipped_not_a_traceback():
+    """Whole-millisecond times (a query_log's duration, a foreign file's rounding) can be 0:
+    log(0) was a math domain error in compare, and ClickHouse's rule divided by zero."""
+    zero = SideData(times=[0.0] * 10)
+    fine = SideData(times=[5.0 + 0.01 * i for i in range(10)])
+    for method_opts in (Options(), Options(paired=False, separate=True)):
+        rows = compare_queries(["q", "r"], {"q": fine, "r": fine}, {"q": zero, "r": fine}, method_opts).queries
+        assert rows[0].verdict == "skipped" and "B: times of 0 ms" in rows[0].reasons[0]
+        assert rows[1].verdict == "no change"
+    from chbench.stats.clickhouse import apply_clickhouse
+
+    result = compare_queries(["q"], {"q": zero}, {"q": fine}, Options())
+    apply_clickhouse(result, {"q": zero}, {"q": fine}, {})
+    assert result.queries[0].verdict == "skipped"

@@ -349,6 +349,11 @@ def _new_row(name: str, a: SideData | None, b: SideData | None) -> QueryComparis
         row.reasons = [str(a.skipped)] if a.skipped == b.skipped else \
             [f"{label}: {s.skipped}" for label, s in (("A", a), ("B", b)) if s.skipped]
         return row
+    zero = [label for label, s in (("A", a), ("B", b)) if any(t <= 0 for t in s.times)]
+    if zero:  # whole milliseconds (a query_log's duration) or a foreign file's rounding: log 0 was a traceback
+        row.verdict = SKIPPED
+        row.reasons = [f"{' and '.join(zero)}: times of 0 ms, below the metric's resolution: no ratio to judge"]
+        return row
     a_failed = not a.times and not a.summary_only
     b_failed = not b.times and not b.summary_only
     if a_failed or b_failed:
