@@ -237,3 +237,18 @@ def test_many_charts_are_drawn_on_every_core_as_they_would_be_one_by_one(monkeyp
     assert html.draw_all(charts) == {}
     page = html.HtmlExporter().render(Report("r", [Section("s", "run", [Charts(charts)])]))
     assert all(svg in page for svg in drawn.values())
+
+
+def test_the_forest_axis_reads_as_changes_and_its_legend_leaves_the_intervals_alone():
+    """A log axis over a narrow range labelled itself "9×10⁻¹" and "10⁰", and the legend sat
+    on the end of the lowest interval."""
+    from chbench.report.plots import forest
+    from chbench.stats.verdict import QueryComparison
+
+    rows = [QueryComparison(name="a", ratio=0.97, ci=(0.91, 1.05), verdict="unstable"),
+            QueryComparison(name="b", ratio=1.045, ci=(1.02, 1.12), verdict="slower")]
+    svg = forest("forest", rows, 0.05)
+    labels = re.findall(r">([^<>]*%|0|×[^<>]*)</text>", svg)
+    assert {"-5%", "0", "+5%", "+10%"} <= set(labels), labels
+    wide = forest("wide", [QueryComparison(name="c", ratio=6.0, ci=(5.0, 7.5), verdict="slower")], 0.05)
+    assert {"×1", "×2", "×4"} <= set(re.findall(r">(×[^<>]*)</text>", wide))

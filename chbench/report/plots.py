@@ -94,13 +94,34 @@ def forest(name: str, rows: list[QueryComparison], threshold: float) -> str:
     ax.axvline(1.0, color="black", lw=0.8)
     ax.axvspan(1 / (1 + threshold), 1 + threshold, color="#ddd", alpha=0.6, lw=0)
     ax.set_xscale("log")
+    _percent_axis(ax, [v for r in rows for v in (r.ci or (r.ratio, r.ratio)) if v and math.isfinite(v) and v > 0]
+                  + [1 / (1 + threshold), 1 + threshold])
     ax.set_yticks(range(len(rows)), [_short(r.name, 38) for r in reversed(rows)])
-    ax.set_xlabel("ratio B / A (log scale), bars: confidence interval; grey: ±threshold")
+    ax.set_xlabel("change B / A (log scale), bars: confidence interval; grey: ±threshold")
     handles = [plt.Line2D([], [], color=c, marker="o", lw=1.6, label=v) for v, c in VERDICT_COLORS.items()
                if any(r.verdict == v for r in rows)]
-    ax.legend(handles=handles, fontsize=6, frameon=False, loc="lower right")
+    # beside the axes, not on them: inside, it covered the end of the lowest query's interval
+    ax.legend(handles=handles, fontsize=6, frameon=False, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.set_title("ratios with confidence intervals")
     return to_svg(fig, name)
+
+
+def _percent_axis(ax: Any, ratios: list[float]) -> None:
+    """A ratio axis labelled as changes (-10%, 0, +10%) at round steps, with room around the
+    intervals: a log axis over a narrow range labelled itself "9×10⁻¹" and "10⁰"."""
+    lo, hi = min(ratios) / 1.03, max(ratios) * 1.03
+    ax.set_xlim(lo, hi)
+    if hi / lo >= 5:  # wide: factors at powers of two (×0.5, ×1, ×2, ×4), evenly spaced on the log axis
+        every = max(1, math.ceil(math.log2(hi / lo) / 6))
+        ticks = [2.0 ** k for k in range(math.ceil(math.log2(lo)), math.floor(math.log2(hi)) + 1) if k % every == 0]
+        labels = [f"×{t:g}" if t >= 1 else f"×1/{1 / t:g}" for t in ticks]
+    else:
+        step = next((s for s in (1, 2, 5, 10, 20, 50, 100) if (hi - lo) * 100 / s <= 6), 200)
+        first, last = math.ceil((lo - 1) * 100 / step), math.floor((hi - 1) * 100 / step)
+        ticks = [1 + k * step / 100 for k in range(first, last + 1)]
+        labels = [f"{(t - 1) * 100:+g}%" if abs(t - 1) > 1e-9 else "0" for t in ticks]
+    ax.set_xticks(ticks, labels)
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
 def load_timeline(name: str, timeline: list[dict[str, Any]]) -> str:
