@@ -203,6 +203,12 @@ def test_open_loop_with_a_stalling_server_counts_late_and_dropped(modern, tmp_pa
     assert total["service_histogram"]["max_ms"] < 1000  # each query alone stays ~200 ms
     assert total["over_latency_limit"] >= 5
     assert "offered 20.000 QPS, achieved" in r.stderr and "dropped" in r.stderr
+    # the report says it too: without it the latencies (from each planned start) read as a closed loop's
+    md = tmp_path / "o.md"
+    assert run_cli("report", str(tmp_path / "o.json"), "--markdown", str(md)).code == 0
+    text = md.read_text()
+    assert f"offered 20.000 QPS, achieved {ol['achieved_qps']:.3f} QPS" in text and f"dropped {ol['dropped']}" in text
+    assert "Over the latency limit of 300 ms" in text
 
 
 def test_open_loop_poisson_keeps_the_offered_rate(modern, tmp_path):

@@ -74,6 +74,13 @@ def load_section(path: str, doc: LoadDocument, charts: bool = True) -> Section:
         if drawn:
             blocks += [Heading(f"Concurrency {lv.concurrency}"), Charts(drawn)]
         blocks += breakdown_blocks(lv)
+        if lv.open_loop:  # offered against achieved, late and dropped: without them a --rate run's
+            # latencies (from each planned start) read as a closed loop's
+            from chbench.load.benchmark_text import open_loop_lines
+            from chbench.load.recorder import Stats
+
+            limit = float((doc.meta.extra or {}).get("options", {}).get("latency_limit_ms") or 0)
+            blocks += [Text(line) for line in open_loop_lines(lv.open_loop, Stats.from_json(lv.total or {}), limit)]
         if s["errors_by_code"]:
             blocks.append(Text("Errors by code: " + ", ".join(f"{c}: {n}" for c, n in s["errors_by_code"].items())))
     return Section(f"Load: {Path(path).name}", "load", blocks)
