@@ -130,6 +130,12 @@ def test_comparison_mode_same_server_twice_and_two_different_servers(modern, leg
     p = ttest_ind_from_stats(t["mean_b_ms"], sd[1], n[1], t["mean_a_ms"], sd[0], n[0], equal_var=True).pvalue
     assert t["proven"] == (p < 0.005)
     assert not any("drifting" in r for r in cmp_["rank"]["reasons"])  # a histogram has no run order
+    # the report shows each target and the comparison (it showed their merged totals only)
+    md = tmp_path / "same.md"
+    assert run_cli("report", str(tmp_path / "same-out.json"), "--markdown", str(md)).code == 0
+    text = md.read_text()
+    assert "Targets of concurrency 1:" in text and "Student's t-test on means" in text and "rank-based" in text
+    assert all(f"| {h['histogram']['count']} |" in text for h in level["hosts"])
     # the rank verdict's false alarms are rare, not impossible: 0 of 40 A/A runs flagged here
     # (bench/load_bars.py --only aa, 2026-12-06), and one in a CI run the same day, +8.7%
     # [+2.8%, +14.7%] with the means +1.8% apart (the median fell between two of SELECT 1's

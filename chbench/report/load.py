@@ -92,10 +92,15 @@ PART_COLUMNS = [Column("name", align="left"), Column("queries", ",d"), Column("e
 
 
 def breakdown_blocks(lv: LoadLevel) -> list[Any]:
-    """A level's rows per ``--master`` worker (with any that was lost, and when) and per
-    host of a cluster target."""
+    """A level's rows per target of comparison mode (and the comparison, as the terminal
+    says it), per ``--master`` worker (with any that was lost, and when) and per host of a
+    cluster target."""
     blocks: list[Any] = []
-    for title, rows, name in (("Workers", lv.per_worker if len(lv.per_worker) > 1 else [], "name"),
+    # a host's "queries" key holds its per-query list in the file: its count is its histogram's
+    targets = [{"label": h.label, **h.stats, "queries": int((h.stats.get("histogram") or {}).get("count", 0))}
+               for h in lv.hosts] if len(lv.hosts) > 1 else []
+    for title, rows, name in (("Targets", targets, "label"),
+                              ("Workers", lv.per_worker if len(lv.per_worker) > 1 else [], "name"),
                               ("Hosts", lv.per_host, "label")):
         if not rows:
             continue
@@ -106,6 +111,10 @@ def breakdown_blocks(lv: LoadLevel) -> list[Any]:
             table.add(str(r.get(name)), r.get("queries", 0), r.get("errors", 0), hist.percentile(50),
                       hist.percentile(99), lost)
         blocks += [Text(f"{title} of concurrency {lv.concurrency}:"), table]
+    if lv.comparison:  # the report showed the two targets' merged totals only, no verdict
+        from chbench.load.benchmark_text import comparison_lines
+
+        blocks += [Text(line) for line in comparison_lines(lv.comparison)]
     return blocks
 
 
