@@ -115,8 +115,8 @@ class ServerInfo:
 
 def time_limit(seconds: float, version: tuple[int, ...] | None = None) -> str:
     """``max_execution_time`` for a limit of ``seconds``. ClickHouse reads fractional seconds
-    since 22.6 (PR 37187); before, "0.5" was read as 0 — no limit — and 1.5 as 1. Sent rounded
-    down to a whole second, ``--timeout 0.2`` let ``SELECT sleep(0.5)`` finish as a 510 ms
+    since 22.6 (PR 37187); before, "0.5" was read as 0 — no limit — and 1.5 as 1. Sent as whole
+    seconds (rounded, at least 1), ``--timeout 0.2`` let ``SELECT sleep(0.5)`` finish as a 510 ms
     success on 26.9 (2026-12-07). An older or unknown server gets whole seconds, rounded up:
     never a limit shorter than asked (the client's own timeout still stops the query)."""
     if version is not None and version >= (22, 6):
