@@ -111,3 +111,12 @@ def test_a_byte_order_mark_and_windows_line_ends_are_read_through(tmp_path):
     (tmp_path / "bad.sql").write_bytes(b"\xff\xfeSELECT 1")
     with pytest.raises(UsageError, match="not a UTF-8 text file"):
         read_workload(str(tmp_path / "bad.sql"))
+
+
+def test_a_vertical_terminator_ends_a_statement_as_in_clickhouse_client():
+    r"""``\G`` ends a statement in clickhouse-client (with vertical output): a pasted script
+    sent ``SELECT 3\G SELECT 4`` as one query, a syntax error. Inside a string it stays."""
+    qs = parse_queries("SELECT 1\\G\nSELECT 'a\\Gb'\\G;\nSELECT 3;\n")
+    assert [q.sql for q in qs] == ["SELECT 1", "SELECT 'a\\Gb'", "SELECT 3"]
+    lines = parse_queries("SELECT 1\\G\nSELECT 2\\G\n")  # not "one query per line" with the \G kept
+    assert [q.sql for q in lines] == ["SELECT 1", "SELECT 2"]

@@ -1,5 +1,6 @@
-"""SQL text formats: a script of ``;``-separated statements, and clickhouse-benchmark's
-one query per line (plain, or TSV-escaped as it reads standard input).
+"""SQL text formats: a script of ``;``-separated statements (``\\G`` ends one too, as in
+clickhouse-client), and clickhouse-benchmark's one query per line (plain, or TSV-escaped
+as it reads standard input).
 
 Comment lines before a statement may say what it is:
 
@@ -72,17 +73,26 @@ def check_text(text: str, source: str) -> list[int]:
 
 
 def looks_like_lines(text: str) -> bool:
-    """One query per line: no ``;`` anywhere and every line starts a statement."""
+    """One query per line: no ``;`` (or ``\\G``) anywhere and every line starts a statement."""
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("--")]
-    return not check_text(text, "text") and len(lines) > 1 and all(STATEMENT_START.match(ln) for ln in lines)
+    return not check_text(text, "text") and not _vertical_ends(text) and len(lines) > 1 and \
+        all(STATEMENT_START.match(ln) for ln in lines)
+
+
+def _vertical_ends(text: str) -> list[int]:
+    """Offsets of ``\\G`` that end a statement, as clickhouse-client reads it (``;`` with
+    vertical output): outside strings and comments, then a space, ``;`` or the end. A script
+    pasted from clickhouse-client sent ``SELECT 3\\G SELECT 4`` as one query, a syntax error."""
+    masked = strip_comments_and_strings(text, keep_strings=False)
+    return [m.start() for m in re.finditer(r"\\G(?=\s|;|$)", masked)]
 
 
 def script_pieces(text: str, source: str) -> list[str]:
-    semis = check_text(text, source)
+    ends = sorted([(pos, 1) for pos in check_text(text, source)] + [(pos, 2) for pos in _vertical_ends(text)])
     pieces, start = [], 0
-    for pos in semis:
-        pieces.append(text[start:pos])
-        start = pos + 1
+    for pos, width in ends:
+        pieces.append(text[start:pos])  # "\\G;" leaves an empty piece between them, dropped as ";;" is
+        start = pos + width
     return [*pieces, text[start:]]
 
 
