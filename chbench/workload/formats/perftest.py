@@ -132,10 +132,8 @@ class _Reader:
         full = Path(self.source).parent / path
         try:
             return read_user_text(str(full), "query file")
-        except UsageError as err:
+        except UsageError as err:  # read_user_text says "not a UTF-8 text file" itself
             raise self.fail(f"{where} file={path!r}", str(err)) from None
-        except UnicodeDecodeError:
-            raise self.fail(f"{where} file={path!r}", "not a UTF-8 text file") from None
 
     def expand(self, template: str, where: str) -> list[str]:
         """The template with every combination of the substitutions it names."""
