@@ -234,19 +234,19 @@ def suite_outputs(args: argparse.Namespace, kind: str) -> str:
     --suite clickbench not both, the results file (default ``chbench-KIND-<time>.json``)
     and --html's directory checked before anything is measured; the results path."""
     from datetime import datetime
-    from pathlib import Path
 
     from chbench.commands.engines import use_engines_dir
     from chbench.errors import UsageError
     from chbench.results import check_output_path
+    from chbench.results.store import check_directory
 
     use_engines_dir(args)
     if (args.queries or args.tests or args.query) and args.suite == "clickbench":
         raise UsageError("give --queries/--query/--tests or --suite clickbench, not both")
     out: str = args.out or f"chbench-{kind}-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
     check_output_path(out)
-    if args.html and not Path(args.html).resolve().parent.is_dir():
-        raise UsageError(f"cannot write {args.html}: directory {Path(args.html).resolve().parent} does not exist")
+    if args.html:
+        check_directory(args.html)
     return out
 
 

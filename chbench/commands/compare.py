@@ -90,10 +90,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _say_not_reached(names: list[str]) -> None:
     if names:
-        one = len(names) == 1
-        sys.stderr.write(f"chbench: {len(names)} quer{'y' if one else 'ies'} not measured: a run stopped before "
-                         f"{'it' if one else 'them'} ({', '.join(names[:5])}{' …' if len(names) > 5 else ''}) "
-                         "— exit 1\n")
+        from chbench.export.numbers import count
+
+        sys.stderr.write(f"chbench: {count(len(names), 'query')} not measured: a run stopped before "
+                         f"{'it' if len(names) == 1 else 'them'} ({', '.join(names[:5])}"
+                         f"{' …' if len(names) > 5 else ''}) — exit 1\n")
 
 
 def _sides(path: str) -> int:

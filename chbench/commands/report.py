@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from chbench.commands.args import add_statistics, compare_options
 from chbench.errors import EXIT_OK, UsageError
@@ -32,13 +31,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from chbench.export import get_exporter
     from chbench.report.build import build_report
-    from chbench.results.store import write_report
+    from chbench.results.store import check_directory, write_report
 
     if not args.html and not args.markdown:
         raise UsageError("say where the report goes: --html FILE and/or --markdown FILE")
     for out in (args.html, args.markdown):
-        if out and not Path(out).resolve().parent.is_dir():
-            raise UsageError(f"cannot write {out}: directory {Path(out).resolve().parent} does not exist")
+        if out:
+            check_directory(out)
     report = build_report(args.files, compare_options(args))
     for path, fmt in ((args.html, "html"), (args.markdown, "markdown")):
         if path:

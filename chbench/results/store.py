@@ -36,13 +36,20 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     write_file_atomic(path, lambda f: f.write(text))
 
 
+def check_directory(path: str | Path, what: str = "") -> None:
+    """One line when the directory ``path`` would be written in is not there (results,
+    reports, workloads: each said it in its own words before)."""
+    parent = Path(path).resolve().parent
+    if not parent.is_dir():
+        raise UsageError(f"cannot write {what + ' to ' if what else ''}{path}: directory {parent} does not exist")
+
+
 def write_report(path: str | Path, text: str) -> None:
     """A report the user asked for (``--html``, ``--output``): written whole and renamed
     into place like a results file, so a Ctrl-C never leaves half a page; a path that is
     not a regular file (``/dev/stdout``, a pipe) is written to as it is."""
     p = Path(path)
-    if not p.resolve().parent.is_dir():  # compare --output, history report --html: a traceback before
-        raise UsageError(f"cannot write {path}: directory {p.resolve().parent} does not exist")
+    check_directory(p)  # compare --output, history report --html: a traceback before
     try:
         if p.exists() and not p.is_file():
             p.write_text(text, encoding="utf-8")

@@ -17,15 +17,13 @@ from chbench.errors import UsageError
 from chbench.outcome import Outcome
 from chbench.results.document import Document
 from chbench.results.environment import now_iso
-from chbench.results.store import write_atomic
+from chbench.results.store import check_directory, write_atomic
 
 
 def check_output_path(path: str | None, what: str = "results") -> None:
     """Fail before anything is measured when ``path`` cannot be written."""
     if path:
-        parent = Path(path).resolve().parent
-        if not parent.is_dir():
-            raise UsageError(f"cannot write {what} to {path}: directory {parent} does not exist")
+        check_directory(path, what)
         if Path(path).exists() and not Path(path).is_file():
             raise UsageError(f"cannot write {what} to {path}: not a regular file (results files are written "
                              "whole and renamed into place; leave out the option to keep none)")
