@@ -21,6 +21,7 @@ from chbench.outcome import Outcome
 from chbench.plan import Plan, SidePlan
 from chbench.runner import close_targets, run_plan
 from chbench.targets import Target
+from chbench.targets.base import known_to_none
 from chbench.ui.progress import make_progress
 from chbench.workload import Workload
 
@@ -106,7 +107,7 @@ class Measurer:
         if not self.settings:
             return
         infos = [self.target(i).info or self.target(i).connect() for i in (0, len(self.versions) - 1)]
-        typos = sorted(k for k in self.settings if not any(info.knows(k) for info in infos))
+        typos = known_to_none(self.settings, infos)
         if typos:
             raise infos[-1].unknown_settings(typos)
 

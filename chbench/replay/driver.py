@@ -31,6 +31,7 @@ from chbench.results import Meta, ResultsWriter
 from chbench.results.replay import ReplayDocument
 from chbench.stats.compare import Options
 from chbench.targets import Credentials, Target, make_target
+from chbench.targets.base import known_to_none
 from chbench.targets.url import parse_target_url
 
 # connections opened before the clock starts: as many as the captured timing needs if
@@ -163,7 +164,7 @@ def probe(opts: ReplayOptions, p: ReplayPlan) -> list[ReplaySide]:
         sides.append(side)
     # a --setting/--setting-b no target knows is a typo: one line before anything is sent, as
     # run and load say it (one that some targets know is a note above)
-    typos = sorted({k for wanted in opts.settings for k in wanted if not any(i.knows(k) for i in infos)})
+    typos = known_to_none((k for wanted in opts.settings for k in wanted), infos)
     if typos:
         for s in sides:
             s.target.close()

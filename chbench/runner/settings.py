@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from chbench.plan import Plan, SidePlan
 from chbench.targets import ServerInfo
+from chbench.targets.base import known_to_none
 
 
 def settings_to_send(side: SidePlan, info: ServerInfo, plan: Plan) -> tuple[dict[str, str], list[str], list[str]]:
@@ -29,7 +30,7 @@ def check_user_settings(plan: Plan, infos: dict[str, ServerInfo]) -> list[str]:
     unknown_to = {k: [s for s in plan.sides if not infos[s.id].knows(k)] for k in asked}
     # a bisect step (more_to_come) sees two versions of many: a setting of later versions is
     # unknown to both, and no typo
-    typos = [] if plan.more_to_come else [k for k in asked if len(unknown_to[k]) == len(plan.sides)]
+    typos = [] if plan.more_to_come else known_to_none(asked, (infos[s.id] for s in plan.sides))
     if typos:
         raise infos[plan.sides[0].id].unknown_settings(typos)
     return [f"setting {k} is not known to ClickHouse {infos[s.id].version} (side {s.id}): not sent there"

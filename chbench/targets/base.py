@@ -126,6 +126,13 @@ def time_limit(seconds: float, version: tuple[int, ...] | None = None) -> str:
     return str(max(1, math.ceil(seconds)))
 
 
+def known_to_none(names: Iterable[str], infos: Iterable[ServerInfo]) -> list[str]:
+    """The settings of ``names`` that none of these servers knows: a typo, refused in one
+    line (run, replay, bisect); one that some know is newer than the others, sent where known."""
+    infos = list(infos)
+    return sorted(k for k in set(names) if not any(info.knows(k) for info in infos))
+
+
 class Target(ABC):
     """Where queries go. Implementations: embedded, http, native (and fake, for tests)."""
 
