@@ -370,9 +370,10 @@ def test_samples_the_timeline_shows_busy_are_set_aside_one_by_one(monkeypatch, t
     assert isinstance(doc, RunDocument) and "2 runs set aside" in set_aside_lines(doc)[0].text
 
 
-def test_kept_samples_on_a_quiet_machine_make_no_busier_run(monkeypatch, tmp_path):
-    """B's busy moments were set aside: its kept samples ran on a machine as quiet as
-    A's, whatever its readings' median says."""
+def test_a_run_whose_busy_moments_were_set_aside_is_still_the_busier_machine(monkeypatch, tmp_path):
+    """B's busy moments were set aside, but its readings saw the neighbour: B is the
+    busier machine (its quiet moments measured +3.5% and +4.7% against a quiet run's,
+    docs/statistics.md), and the kept samples' share is kept next to the readings'."""
     from chbench.machine import recorder as rec
 
     files = []
@@ -384,9 +385,11 @@ def test_kept_samples_on_a_quiet_machine_make_no_busier_run(monkeypatch, tmp_pat
                  str(out), Progress())
         files.append(str(out))
     cmp = build_comparison(files)
+    assert cmp.doc.summary.set_aside is not None and cmp.doc.summary.set_aside["b"]["samples"] > 0
     probes = cmp.doc.summary.machine["probes"]
-    assert probes["b"]["client"]["others_share_readings"] == pytest.approx(0.3)
-    assert probes["b"]["client"]["others_share"] == 0.0 and cmp.doc.summary.machine["busier"] is None
+    assert probes["b"]["client"]["others_share"] == pytest.approx(0.3)
+    assert probes["b"]["client"]["others_share_kept"] == 0.0
+    assert cmp.doc.summary.machine["busier"] == "B"
 
 
 def test_a_machine_that_never_gets_quiet_sample_by_sample(monkeypatch, tmp_path):

@@ -240,17 +240,17 @@ def _reference_ms(side: Side) -> list[float]:
 
 
 def _kept_others(probes: dict[str, dict[str, Any]], a: Side, b: Side) -> None:
-    """Where both runs have the CPU timeline, other processes' share is the one during
-    the samples the verdicts use: a run whose busy moments were set aside ran its kept
-    samples on a machine as quiet as the other's (the readings' median stays, as
-    ``others_share_readings``)."""
+    """Where both runs have the CPU timeline, other processes' share during the samples
+    the verdicts use, as ``others_share_kept``, next to the readings' ``others_share``,
+    which still decides which run was busier: a run whose busy moments were set aside
+    ran its kept samples on a machine that was not as quiet as a quiet run's
+    (docs/statistics.md, "Runs set aside on a busy machine")."""
     if not a.kept_others or not b.kept_others:
         return
     for key, side in (("a", a), ("b", b)):
         client = probes[key].get("client")
         if client and client.get("cpus"):
-            client["others_share_readings"] = client.get("others_share")
-            client["others_share"] = sum(side.kept_others) / len(side.kept_others) / client["cpus"]
+            client["others_share_kept"] = sum(side.kept_others) / len(side.kept_others) / client["cpus"]
 
 
 def _rank_sum_smallest_p(n: int, m: int) -> float:
