@@ -47,6 +47,12 @@ CASES = [
     (["read", "--timeout", "1e309"], "must be a finite number"),
     (["run", "--target", "https://127.0.0.1:1", "--ca-file", "/nonexistent-ca.pem"], "CA file not found"),
     (["history", "list", "--store", "https://127.0.0.1:1/x", "--store-ca-file", "/nonexistent"], "CA file not found"),
+    # a value the server cannot take: refused before anything runs (it failed every query)
+    (["run", "--query", "SELECT 1", "--setting", "max_threads=abc"], "setting max_threads=abc: refused by ClickHouse"),
+    (["run", "--query", "SELECT 1", "--setting-b", "join_algorithm=nope"], "side B: setting join_algorithm=nope"),
+    (["load", "-q", "SELECT 1", "-i", "1", "--use_uncompressed_cache=maybe"], "setting use_uncompressed_cache=maybe"),
+    (["load", "-q", "SELECT 1", "-i", "1", "--setting", "max_block_size=0"], "setting max_block_size=0: refused"),
+    (["load", "-q", "SELECT 1", "--setting", "max_threads"], "--setting takes NAME=VALUE"),
 ]
 
 

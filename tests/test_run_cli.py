@@ -402,3 +402,20 @@ def test_setup_and_teardown_write_in_a_read_only_run(modern, tmp_path):
     r = run_cli("run", "--queries", str(bad), "--out", str(tmp_path / "b.json"), *FAST)
     assert r.code == 1 and "set-up failed" in r.stderr and "Traceback" not in r.stderr
     assert load(tmp_path / "b.json")["targets"][0]["setup_error"]["error"]["code"] == 62
+
+
+def test_a_query_whose_own_setting_the_server_refuses_fails_alone_over_native(modern, tmp_path):
+    """A query file's per-query setting with a value the server refuses: that query's runs
+    fail with the server's message and the next query runs. Over the native protocol the
+    server closes the connection after such a refusal, and the run used to end there as
+    "server stopped answering"."""
+    queries = tmp_path / "q.sql"
+    queries.write_text("-- name: bad\n-- settings: max_threads=abc\nSELECT 1;\n-- name: good\nSELECT 2;\n")
+    out = tmp_path / "n.json"
+    r = run_cli("run", "--target", modern.native_url, "--queries", str(queries), "--iterations", "3",
+                "--warmup", "0", "--quiet", "--out", str(out))
+    assert r.code == 1 and "1 query failed: bad" in r.stderr, r.stderr
+    doc = load(out)
+    assert doc["status"] == "complete"
+    assert len(samples(doc, "good")) == 3 and all(s["error"] is None for s in samples(doc, "good"))
+    assert all("Cannot parse" in s["error"]["message"] for s in samples(doc, "bad"))

@@ -289,7 +289,8 @@ def test_probes_only_between_rounds_each_followed_by_a_wake_up(monkeypatch):
     plan = _plan((target, _workload("q1", "q2", "q3"), {}), (target, _workload("q1", "q2", "q3"), {"max_threads": "1"}))
     run_plan(plan, None, Progress())
     kinds = ["probe" if c.what == "probe" else "wake" if "FORMAT Null" in c.sql and "SELECT 1" in c.sql
-             else "query" for c in target.calls if c.what in ("execute", "probe")]
+             else "query" for c in target.calls
+             if c.what in ("execute", "probe") or (c.what == "admin" and "FORMAT Null" in c.sql)]
     text = "".join(k[0] for k in kinds)
     # every round is 3 queries x 2 sides, uninterrupted; a probe and a wake-up between rounds
     assert text == "pw".join(["q" * 6] * 4) + "p"

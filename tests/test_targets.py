@@ -156,3 +156,22 @@ def test_load_over_tls_verifies_certificates(tls_server, kind):
     refused = run_cli("load", *where, "-i", "5", stdin="SELECT 1\n")
     assert_one_line_error(refused)
     assert "CERTIFICATE_VERIFY_FAILED" in refused.stderr
+
+
+@pytest.mark.parametrize("server", ["modern", "legacy"])
+def test_the_native_connection_serves_the_next_query_after_an_error(server, request):
+    """A refused setting's value makes the server close the connection (26.9: the next
+    query met "Connection reset by peer", which a run took for a lost server), and 18.16
+    read the empty data block after a failed query as the next packet, failing the query
+    after it too. Either way the next query now runs. 18.16's typed settings: a value the
+    driver cannot encode is a per-query error, not a traceback."""
+    srv = request.getfixturevalue(server)
+    t = make_target(f"clickhouse://127.0.0.1:{srv.tcp_port}", Credentials())
+    t.connect()
+    bad = [("SELEC 1", {}), ("SELECT 1", {"max_threads": "abc"}), ("SELECT 1", {"load_balancing": "nope"})]
+    for i, (sql, settings) in enumerate(bad):
+        with pytest.raises(QueryError):
+            t.execute(sql, {"readonly": "2", **settings}, f"n-{server}-{i}", 30)
+        s = t.execute("SELECT 1", {"readonly": "2"}, f"n-{server}-{i}-next", 30)
+        assert s.error is None and s.result_rows == 1
+    t.close()

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 NAME = "load"
 HELP = "put load on a server: clickhouse-benchmark's flags, open loop, sweeps"
 DESCRIPTION = ("Put load on ClickHouse: clickhouse-benchmark's flags and reports, plus open-loop rates, concurrency "
-               "sweeps, worker processes and comparison verdicts. Any --<setting>=value is sent with every query.")
+               "sweeps, worker processes and comparison verdicts. Any --<setting>=value (or --setting NAME=VALUE) "
+               "is sent with every query.")
 PARSER = {"add_help": False}  # -h is the host, as in clickhouse-benchmark
 EPILOG = f"""\
 examples (clickhouse-benchmark's flags; reports on stderr, as it prints them):
@@ -162,7 +163,9 @@ def _add_capacity_and_machines(p: argparse.ArgumentParser) -> None:
 
 def settings_from(rest: list[str], parser: argparse.ArgumentParser) -> dict[str, str]:
     """clickhouse-benchmark accepts any ClickHouse setting as --name=value (or --name
-    value): what argparse does not know and looks like that is a setting."""
+    value): what argparse does not know and looks like that is a setting. ``--setting
+    NAME=VALUE`` is one too, as the other commands take it (it was sent as a setting
+    named "setting": "unknown setting setting")."""
     settings: dict[str, str] = {}
     i = 0
     while i < len(rest):
@@ -175,6 +178,10 @@ def settings_from(rest: list[str], parser: argparse.ArgumentParser) -> dict[str,
                 parser.error(f"setting --{name} needs a value (--{name}=VALUE)")
             value = rest[i + 1]
             i += 1
+        if name == "setting":  # --setting NAME=VALUE, as run, replay and bisect take it
+            name, eq, value = value.partition("=")
+            if not eq or not _SETTING_NAME.match(name):
+                parser.error(f"--setting takes NAME=VALUE, not {value or name!r}")
         settings[name] = value
         i += 1
     return settings

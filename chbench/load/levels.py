@@ -25,6 +25,7 @@ from chbench.load.lanes import TICK_S, LoadLanes, process_main
 from chbench.load.recorder import Key, Stats, merge_all, merge_into, merged
 from chbench.observer import Observer, Observers
 from chbench.targets import ServerInfo, make_target
+from chbench.targets.base import refused_setting
 
 
 @dataclass
@@ -68,12 +69,14 @@ def probe_hosts(cfg: LoadConfig) -> list[Host]:
         t = make_target(spec, cfg.credentials, light=True, stage=cfg.stage)
         try:
             info: ServerInfo = t.connect()
+            asked = {*cfg.settings, *(k for q in cfg.queries for k in q.settings)}
+            unknown = sorted(k for k in asked if not info.knows(k))
+            if unknown:
+                raise info.unknown_settings(unknown, f"{t.url}: ")
+            if (refused := refused_setting(t, dict(cfg.settings), cfg.settings, f"{t.url}: ")) is not None:
+                raise refused
         finally:
             t.close()
-        asked = {*cfg.settings, *(k for q in cfg.queries for k in q.settings)}
-        unknown = sorted(k for k in asked if not info.knows(k))
-        if unknown:
-            raise info.unknown_settings(unknown, f"{t.url}: ")
         notes = list(info.notes)
         preferred, why = t.preferred_settings()  # e.g. HTTP: results in the Native wire format
         preferred = {k: v for k, v in preferred.items() if k not in cfg.settings}

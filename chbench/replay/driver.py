@@ -31,7 +31,7 @@ from chbench.results import Meta, ResultsWriter
 from chbench.results.replay import ReplayDocument
 from chbench.stats.compare import Options
 from chbench.targets import Credentials, Target, make_target
-from chbench.targets.base import known_to_none
+from chbench.targets.base import known_to_none, refused_setting
 from chbench.targets.url import parse_target_url
 
 # connections opened before the clock starts: as many as the captured timing needs if
@@ -165,10 +165,13 @@ def probe(opts: ReplayOptions, p: ReplayPlan) -> list[ReplaySide]:
     # a --setting/--setting-b no target knows is a typo: one line before anything is sent, as
     # run and load say it (one that some targets know is a note above)
     typos = known_to_none((k for wanted in opts.settings for k in wanted), infos)
-    if typos:
+    refused = None if typos else next(
+        (e for s in sides if (e := refused_setting(s.target, s.settings, s.settings,
+                                                   f"side {s.id}: " if len(sides) > 1 else "")) is not None), None)
+    if typos or refused is not None:
         for s in sides:
             s.target.close()
-        raise infos[0].unknown_settings(typos)
+        raise refused or infos[0].unknown_settings(typos)
     return sides
 
 

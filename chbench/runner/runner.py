@@ -50,7 +50,7 @@ from chbench.stats.paired import pair_up
 from chbench.stats.stopping import Look, TimePool, look, should_stop
 from chbench.stats.summary import relative_ci_halfwidth
 from chbench.targets import ServerInfo, Target
-from chbench.targets.base import admin_query_id
+from chbench.targets.base import admin_query_id, refused_setting
 from chbench.workload import CALIBRATION_FALLBACK_SQL, CALIBRATION_SQL, Query, default_suite, prepare_sql
 from chbench.workload.formats.suite import NUMBERS, NUMBERS_MT
 
@@ -228,6 +228,10 @@ class Runner:
             self.doc.meta.extra.setdefault("notes", []).append(note)
         self._suite_sources()
         self.doc.targets = [self._target_entry(side) for side in self.plan.sides]
+        for side in self.plan.sides:
+            where = f"side {side.id}: " if len(self.plan.sides) > 1 else ""
+            if (refused := refused_setting(side.target, self.sent[side.id], side.settings, where)) is not None:
+                raise refused
         states = self._states()
         if self.plan.calibration:
             self.doc.calibration = [Calibration(target=s.id, sql=CALIBRATION_SQL,

@@ -133,6 +133,48 @@ def known_to_none(names: Iterable[str], infos: Iterable[ServerInfo]) -> list[str
     return sorted(k for k in set(names) if not any(info.knows(k) for info in infos))
 
 
+# How a server refuses a setting's value rather than a query, seen on 26.9: max_threads=abc
+# (27, CANNOT_PARSE_INPUT_ASSERTION_FAILED), max_threads=-1 (70), max_execution_time=abc (72),
+# a Bool (467), max_block_size=0 (36), a setting a readonly user may not change (164), and an
+# enum's "Unexpected value of LoadBalancing" (212; each enum has a code of its own: 418 for
+# JoinAlgorithm). Any other error of `SELECT 1` is left to the run, which records it per query:
+# additional_result_filter='x > 1' fails `SELECT 1` and not the user's queries.
+VALUE_REFUSED = frozenset({6, 27, 36, 69, 70, 72, 164, 467})
+# a value a client library cannot encode for the server (18.16 over the native protocol
+# takes settings typed): refused like the server's own refusal
+SETTING_NOT_SENDABLE = "the client cannot send this setting's value"
+
+
+def refused_setting(target: Target, settings: dict[str, str], user: Iterable[str],
+                    where: str = "") -> UsageError | None:
+    """``SELECT 1`` with ``settings``, untimed, before anything is measured; where the
+    server refuses the value of one of the user's settings (``user``, then tried one at a
+    time), the one line saying which and why. Before, ``--setting max_threads=abc`` ran
+    the whole workload and every query failed with the server's parse error."""
+    mine = sorted(k for k in set(user) if k in settings)
+    if not mine or _refusal(target, settings) is None:
+        return None
+    base = {k: v for k, v in settings.items() if k not in mine}
+    for k in mine:
+        e = _refusal(target, {**base, k: settings[k]})
+        if e is not None and (e.code in VALUE_REFUSED or "Unexpected value of" in e.message
+                              or e.message.startswith(SETTING_NOT_SENDABLE)):
+            version = f" {target.info.version}" if target.info else ""
+            told = first_line(e.message) or f"code {e.code}"
+            return UsageError(f"{where}setting {k}={settings[k]}: refused by ClickHouse{version}: {told}")
+    return None
+
+
+def _refusal(target: Target, settings: dict[str, str]) -> QueryError | None:
+    try:
+        target.execute("SELECT 1", settings, admin_query_id(), 30.0)
+    except QueryError as e:
+        return e
+    except ServerLost as e:
+        raise ConnectError(str(e)) from None
+    return None
+
+
 class Target(ABC):
     """Where queries go. Implementations: embedded, http, native (and fake, for tests)."""
 

@@ -34,6 +34,8 @@ from clickhouse_driver.writer import write_binary_str
 from chbench.errors import ChbenchError, ConnectError, QueryError, ServerLost, quiet_library_log
 from chbench.targets.base import (
     AUTH_CODES,
+    SETTING_NOT_SENDABLE,
+    VALUE_REFUSED,
     Capabilities,
     Credentials,
     Sample,
@@ -81,6 +83,7 @@ class NativeTarget(Target):
         extra = {"client_revision": LIGHT_REVISION} if light else {}
         self._client = Client(**self._kw, **extra)
         self._admin_client: Client | None = None
+        self._reopen = False  # the server closed the connection after refusing a setting's value
 
     @classmethod
     def from_url(cls, url: TargetURL, creds: Credentials, light: bool, stage: str) -> Target:
@@ -123,6 +126,12 @@ class NativeTarget(Target):
         conn = self._client.connection
         conn.send_receive_timeout = (timeout + 5.0) if timeout else 3600
         conn.context.settings = settings
+        if self._reopen:  # untimed: the connection the server closed is no part of this query
+            self._reopen = False
+            try:
+                conn.connect()
+            except _QUERY_ERRORS as e:
+                raise self._translate(e, conn, query_id, timeout) from None
         t0 = time.perf_counter()
         try:
             if not conn.connected:
@@ -160,6 +169,9 @@ class NativeTarget(Target):
         """A driver or network error, as chbench reports it: the one place clickhouse-driver's
         exceptions are mapped (used in ``except`` clauses: the success path costs nothing)."""
         if isinstance(e, cherrors.ServerException):
+            if _connection_spent(e, conn):
+                conn.disconnect()
+                self._reopen = True
             return QueryError(e.code, self._message(e))
         conn.disconnect()
         if isinstance(e, cherrors.SocketTimeoutError) and query_id is not None:
@@ -298,15 +310,47 @@ def _receive_with_driver(conn: Any, s: Sample) -> int:
             raise packet.exception
 
 
+# The first server version seen to keep a connection usable after a query's exception.
+# 18.16 does not: it reads the empty data block that follows every query as the next
+# packet ("Unexpected packet Data received from client"), so the query after a failed one
+# failed too. Versions between were not tried: they reconnect, untimed, as 18.16 does.
+KEEPS_CONNECTION_FROM = 26
+
+
+def _connection_spent(e: Any, conn: Any) -> bool:
+    """Whether the connection is of no use after this server exception: a refused
+    setting's value (the server closes it: the next query met "Connection reset by peer",
+    and a run with one bad per-query setting ended as "server lost", 26.9), or any error
+    on a server older than KEEPS_CONNECTION_FROM. clickhouse-driver's own Client drops the
+    connection after every error; chbench keeps it where it was seen to stay good, so an
+    error costs no reconnect there."""
+    if e.code in VALUE_REFUSED or "Unexpected value of" in str(e.message):
+        return True
+    major = getattr(getattr(conn, "server_info", None), "version_major", None)
+    return not isinstance(major, int) or major < KEEPS_CONNECTION_FROM
+
+
 def _send_query(conn: Any, query: str, query_id: str, stage: int) -> None:
     """clickhouse-driver's ``Connection.send_query``, with a processing stage (the
     driver always asks for the complete result; clickhouse-benchmark's --stage can ask
     for less)."""
     c = conn
     fout = c.fout
+    revision = c.server_info.used_revision
+    as_strings = revision >= defines.DBMS_MIN_REVISION_WITH_SETTINGS_SERIALIZED_AS_STRINGS
+    flags = SettingsFlags.IMPORTANT if c.settings_is_important else 0
+    typed = None
+    if not as_strings:
+        # a server before settings went as strings (18.16) gets them typed: the driver encodes
+        # them, and max_threads=abc raised its ValueError out of chbench as a traceback.
+        # Encoded before the packet starts, so a value it cannot encode leaves nothing half-sent
+        typed = io.BytesIO()
+        try:
+            write_settings(c.context.settings, typed, as_strings, flags)
+        except (ValueError, TypeError) as e:
+            raise QueryError(None, f"{SETTING_NOT_SENDABLE} to this server (its settings go typed): {e}") from None
     write_varint(ClientPacketTypes.QUERY, fout)
     write_binary_str(query_id or "", fout)
-    revision = c.server_info.used_revision
     if revision >= defines.DBMS_MIN_REVISION_WITH_CLIENT_INFO:
         # built once per connection (it looks up the OS user and host name), timed per query
         info = getattr(c, "_chbench_client_info", None)
@@ -316,9 +360,10 @@ def _send_query(conn: Any, query: str, query_id: str, stage: int) -> None:
             c._chbench_client_info = info
         info.initial_query_start_time_microseconds = int(time.time() * 1_000_000)
         info.write(revision, fout)
-    as_strings = revision >= defines.DBMS_MIN_REVISION_WITH_SETTINGS_SERIALIZED_AS_STRINGS
-    flags = SettingsFlags.IMPORTANT if c.settings_is_important else 0
-    write_settings(c.context.settings, fout, as_strings, flags)
+    if typed is None:
+        write_settings(c.context.settings, fout, as_strings, flags)
+    else:
+        fout.write(typed.getvalue())
     if revision >= defines.DBMS_MIN_REVISION_WITH_INTERSERVER_SECRET:
         write_binary_str("", fout)
     write_varint(stage, fout)
