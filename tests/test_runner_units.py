@@ -617,3 +617,32 @@ def test_the_calibration_query_warms_up_past_the_jit_compile_too(tmp_path):
     assert sum(1 for s in cal.samples if s.warmup) == 4 and sum(1 for s in cal.samples if s.ok) >= 5
     side = sides_of(str(out), open_results(str(out))).sides[0]
     assert len(side.calibration) == sum(1 for s in cal.samples if s.ok)
+
+
+def test_checkpoints_take_at_most_a_twentieth_of_the_time(monkeypatch, tmp_path):
+    """A checkpoint rewrites the whole file: one that took 0.5 s is followed by the next
+    no sooner than 10 s later, however often the runner asks (400 queries x 6 runs spent
+    17 of their 20 s in checkpoints; before, 26 writes here); the last one is written at once."""
+    import types
+
+    from chbench.results import writer as w
+    from chbench.results.run import RunDocument
+
+    clock = [100.0]
+    writes: list[float] = []
+
+    def slow_write(path, body):
+        writes.append(clock[0])
+        clock[0] += 0.5
+
+    monkeypatch.setattr(w, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(w, "write_atomic", slow_write)
+    writer = w.ResultsWriter(str(tmp_path / "r.json"), RunDocument(), every_s=1.0)
+    writer.checkpoint(force=True)
+    for _ in range(250):  # asked every 0.1 s for 25 s
+        clock[0] += 0.1
+        writer.checkpoint()
+    gaps = [b - a for a, b in zip(writes, writes[1:], strict=False)]
+    assert len(writes) == 3 and min(gaps) >= 10.0  # at 100, ~110.6, ~121.2
+    writer.finish()
+    assert len(writes) == 4

@@ -542,7 +542,7 @@ class Runner:
                 self._update_done(st)
                 if st.finished():
                     self.observer.query_done(st)
-                self.writer.checkpoint(force=st.finished())
+                self.writer.checkpoint()
             pending = [st for st in pending if not st.finished()]
             disturbed = False
             few = any(_imprecise(c) for c in self.doc.calibration)
