@@ -97,6 +97,19 @@ def _drifted_pair(template: Path, d: Path, shift: float, b_busier: bool) -> tupl
     return out[0], out[1]
 
 
+def test_a_busier_machine_that_left_every_verdict_definite_is_said_without_alarm(files, tmp_path):
+    """B's machine was busier but nothing moved: the finding says so and asks for no rerun
+    (it said "rerun B, or measure side by side" under ten `no change`)."""
+    a, b = _drifted_pair(files["a"], tmp_path, 1.0, b_busier=True)
+    r = run_cli("compare", str(a), str(b), "--format", "json")
+    assert r.code == 0, r.stderr
+    doc = r.json()
+    assert doc["summary"]["machine"]["busier"] == "B"
+    assert [q["verdict"] for q in doc["queries"]] == ["no change"] * 6
+    said = [f for f in doc["findings"] if "busier machine" in f]
+    assert said and all("every verdict is definite all the same" in f and "rerun" not in f for f in said)
+
+
 def test_uniform_shift_explained_by_a_busier_machine_is_a_warning_exit_0(files, tmp_path):
     a, b = _drifted_pair(files["a"], tmp_path, 1.12, b_busier=True)
     r = run_cli("compare", str(a), str(b), "--format", "json")

@@ -106,6 +106,9 @@ def findings(doc: ComparisonDoc, separate: bool, advice: Advice = ADVICE["chbenc
     elif shift is not None and shift.machine_may and shift.verdict != "no change":
         out.append(f"all queries {pct(shift.ratio)} together, which {who_may(shift.may_by)} may explain "
                    f"({shift.machine_may}): machine or engine, not told apart; {measure_with(advice)}")
+    elif busier and not any(q.verdict == UNSTABLE for q in doc.queries):
+        # said, not alarming: a "rerun B" under ten `no change` read as if they were in doubt
+        out.append(f"{busier} ran on a busier machine ({what}), and every verdict is definite all the same")
     elif busier:
         out.append(f"{busier} ran on a busier machine ({what}); rerun {busier}, or measure side by side")
     out += _set_aside_lines(s.set_aside or {})
