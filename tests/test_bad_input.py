@@ -53,6 +53,8 @@ CASES = [
     (["load", "-q", "SELECT 1", "-i", "1", "--use_uncompressed_cache=maybe"], "setting use_uncompressed_cache=maybe"),
     (["load", "-q", "SELECT 1", "-i", "1", "--setting", "max_block_size=0"], "setting max_block_size=0: refused"),
     (["load", "-q", "SELECT 1", "--setting", "max_threads"], "--setting takes NAME=VALUE"),
+    # the embedded engine keeps settings for its session: readonly=1 would refuse every later SET
+    (["run", "--query", "SELECT 1", "--setting", "readonly=1"], "readonly=2, chbench's default"),
 ]
 
 

@@ -100,6 +100,12 @@ class _Session:
 
     def apply(self, settings: dict[str, str]) -> None:
         wanted = dict(settings)
+        if wanted.get("readonly") == "1" and self.applied.get("readonly", "0") == "0":
+            # settings stay for the session: after SET readonly = 1 every SET is refused, so
+            # `--setting readonly=1` let the first query through and failed every one after it
+            raise QueryError(164, "readonly=1 cannot be used in the embedded engine's session: every SET after it "
+                                  "(each query's settings, each run's tag) would be refused; readonly=2, chbench's "
+                                  "default, forbids writes and still allows settings")
         for name in self.applied:
             if name not in wanted:
                 wanted[name] = self.defaults.get(name, "0")
