@@ -12,7 +12,7 @@ from chbench.compare.document import ComparisonDoc
 from chbench.export.numbers import count
 from chbench.stats.compare import LEVEL_UNKNOWN
 from chbench.stats.shift import who_may
-from chbench.stats.verdict import UNSTABLE, QueryComparison, pct
+from chbench.stats.verdict import FLAGGED, NO_CHANGE, UNSTABLE, QueryComparison, pct
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def findings(doc: ComparisonDoc, separate: bool, advice: Advice = ADVICE["chbenc
     elif shift is not None and shift.machine_may and shift.verdict != "no change":
         out.append(f"all queries {pct(shift.ratio)} together, which {who_may(shift.may_by)} may explain "
                    f"({shift.machine_may}): machine or engine, not told apart; {measure_with(advice)}")
-    elif busier and not any(q.verdict == UNSTABLE for q in doc.queries):
+    elif busier and doc.queries and all(q.verdict in (NO_CHANGE, *FLAGGED) for q in doc.queries):
         # said, not alarming: a "rerun B" under ten `no change` read as if they were in doubt
         out.append(f"{busier} ran on a busier machine ({what}), and every verdict is definite all the same")
     elif busier:
