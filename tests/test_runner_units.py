@@ -622,7 +622,7 @@ def test_the_calibration_query_warms_up_past_the_jit_compile_too(tmp_path):
 def test_checkpoints_take_at_most_a_twentieth_of_the_time(monkeypatch, tmp_path):
     """A checkpoint rewrites the whole file: one that took 0.5 s is followed by the next
     no sooner than 10 s later, however often the runner asks (400 queries x 6 runs took
-    20.5 s with a write at least every second, 5.3 s throttled; before, 26 writes here); the
+    20.5 s with a write at least every second, 5.3 s throttled; before, 23 writes here); the
     last one is written at once."""
     import types
 
