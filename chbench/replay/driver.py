@@ -165,13 +165,15 @@ def probe(opts: ReplayOptions, p: ReplayPlan) -> list[ReplaySide]:
     # a --setting/--setting-b no target knows is a typo: one line before anything is sent, as
     # run and load say it (one that some targets know is a note above)
     typos = known_to_none((k for wanted in opts.settings for k in wanted), infos)
-    refused = None if typos else next(
-        (e for s in sides if (e := refused_setting(s.target, s.settings, s.settings,
-                                                   f"side {s.id}: " if len(sides) > 1 else "")) is not None), None)
-    if typos or refused is not None:
+    refused = infos[0].unknown_settings(typos) if typos else None
+    for s in [] if typos else sides:  # and a value a target refuses (run and load check it alike)
+        if (refused := refused_setting(s.target, s.settings, s.settings,
+                                       f"side {s.id}: " if len(sides) > 1 else "")) is not None:
+            break
+    if refused is not None:
         for s in sides:
             s.target.close()
-        raise refused or infos[0].unknown_settings(typos)
+        raise refused
     return sides
 
 
