@@ -209,7 +209,7 @@ def test_a_session_keeps_the_process_while_a_memory_table_holds_rows():
         t.statement("INSERT INTO held VALUES (1)", {})
         first = t.pid
         note = t.new_session()
-        assert note is not None and "default.held" in note and t.pid == first
+        assert note is not None and "default.held" in note and t.pid == first and t.keeps_compiled_code()
         assert t.query_rows("SELECT count() FROM held") == [["1"]]
     finally:
         t.close()
@@ -239,8 +239,21 @@ def test_a_session_reconnect_starts_a_fresh_worker_process():
         first = t.pid
         assert t.new_session() is None
         assert t.query_rows("SELECT 1") == [["1"]] and t.pid != first
+        assert not t.keeps_compiled_code()  # its JIT starts empty: warmed up as the first session was
     finally:
         t.close()
+
+
+def test_every_session_in_a_new_process_is_warmed_up_past_the_jit(tmp_path):
+    """Warmed up once, a new process's first timed runs were still compiling and its
+    session stood above the first one's level (runner._warmup_runs; docs/run.md)."""
+    out = tmp_path / "s.json"
+    r = run_cli("run", "--query", "SELECT sum(number * 3) FROM numbers(1000)", "--sessions", "2", "--session-gap",
+                "0", "--iterations", "2", "--no-probes", "--no-calibration", "--quiet", "--out", str(out))
+    assert r.code == 0, r.stderr
+    doc = load(out)
+    warm = [sum(1 for s in doc["queries"][0]["samples"] if s["warmup"] and s["session"] == k) for k in (0, 1)]
+    assert warm[0] == doc["meta"]["warmup_runs"]["A"] > 1 and warm[1] == warm[0]
 
 
 def test_sessions_put_the_in_process_engine_in_a_worker_and_leave_other_targets_alone(tmp_path):

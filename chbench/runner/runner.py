@@ -520,8 +520,8 @@ class Runner:
     def _warmup_runs(self, st: QueryState, sid: str) -> int:
         if self.plan.warmup is not None:
             return self.plan.warmup
-        if self.session > 0:  # compiled already: the JIT's cache is the server's (the engine's)
-            return 1
+        if self.session > 0 and self.by_id[sid].target.keeps_compiled_code():
+            return 1  # compiled already: the JIT's cache is the server's (the engine's)
         n = max(1, jit_warmup({**self.infos[sid].settings, **st.settings[sid]}))
         runs = self.doc.meta.extra.setdefault("warmup_runs", {})
         runs[sid] = max(n, runs.get(sid, 0))

@@ -221,6 +221,13 @@ class Target(ABC):
         self.connect()
         return None
 
+    def keeps_compiled_code(self) -> bool:
+        """Whether what the engine's JIT compiled before ``new_session`` still serves the
+        session after it: a server's cache outlives its connections (the runner warms each
+        later session up once); a target whose session started a new engine process says
+        no, and is warmed up past the JIT again."""
+        return True
+
     def reconnect(self) -> None:  # noqa: B027 - optional hook
         """Drop the connection; the next query opens a fresh one (load --reconnect)."""
 
