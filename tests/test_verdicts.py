@@ -212,6 +212,26 @@ def test_round_factors_need_interleaved_rounds():
     assert round_factors({n: d.keyed() for n, d in side.items()}) is None
 
 
+def test_round_factors_count_the_times_in_full_rounds_not_the_rounds():
+    """An adaptive run: ten queries in 6 full rounds, then 8 that stop, and one query alone
+    for 14 more rounds — most rounds hold one query, most times a full round. The machine
+    is taken out (a median over the rounds left such a side as measured while the other
+    side of the pair had its factors, 2026-12-07); with most times in rounds of one, not."""
+    rng = np.random.default_rng(13)
+    drift = rng.normal(0, 0.05, 20)
+    side = {f"q{q}": SideData() for q in range(10)}
+    for q, d in enumerate(side.values()):
+        for r in range(20 if q == 0 else 6):
+            d.times.append(100 * (q + 1) * math.exp(drift[r] + rng.normal(0, 0.005)))
+            d.keys.append((0, r))
+    done = round_factors({n: d.keyed() for n, d in side.items()})
+    assert done is not None and len(done[1].factors) == 6  # 60 of the 74 times (81%) in full rounds
+    assert np.std(np.log(done[0]["q5"])) < np.std(np.log(side["q5"].times)) / 3
+    lone = {n: SideData(times=d.times[:6] + d.times[6:] * 10, keys=d.keys[:6] + [(0, 100 + k) for k in range(140)])
+            if n == "q0" else d for n, d in side.items()}
+    assert round_factors({n: d.keyed() for n, d in lone.items()}) is None  # 60 of 200 times in full rounds
+
+
 # -- the typed core: short reasons and findings -----------------------------------------------------
 def test_console_table_gives_one_short_reason_and_findings_below():
     a, b = side_by_side(NoiseModel(), seed=12, change=1.15, changed=(2,))
