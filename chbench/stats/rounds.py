@@ -56,10 +56,11 @@ MIN_COVERED = 0.5
 def _covered(by_round: dict[tuple[int, int], dict[str, float]]) -> float:
     """The share of the times that lie in rounds of ``MIN_QUERIES`` queries or more: the
     rounds that tell the machine. Samples, not rounds: an adaptive run ends in many rounds
-    of the one or two queries still running, which hold few of its times (2026-12-07,
-    `run --sessions 3`: 73–81% of the times in rounds of 4 or more, yet half the rounds
-    below 4 — a median over the rounds left one side of four A/A pairs as measured and the
-    other without its factors)."""
+    of the one or two queries still running, which hold few of its times. Gated on the
+    median round, five of six A/A pairs of `run --sessions 3` (2026-12-07) had one side
+    left as measured and the other's factors taken out, the sessions' levels then added
+    back for neither: that side's median round held 2–2.5 queries while 73–81% of its
+    times lay in rounds of 4 or more (the three pairs counted)."""
     sizes = [len(r) for r in by_round.values()]
     return sum(n for n in sizes if n >= MIN_QUERIES) / sum(sizes)
 

@@ -193,8 +193,9 @@ class EngineTarget(EmbeddedTarget):
         """Not after a new process: its JIT starts empty. Measured (2026-12-07, `run
         --sessions 3`, built-in suite, 8 files): warmed up once, the later sessions' first
         timed runs were still compiling (`group_by_large` 152, 149, 141, then 125–130 ms),
-        which left the first session, warmed up 4 times, 0.7–5.4% below the others' level
-        (median over the queries) in 7 of 8 files."""
+        which left the first session, warmed up 4 times, below both others' level in 7 of 8
+        files (by 0.1–5.4%, median 1.2%; the median over the queries of each session's
+        median against the query's own)."""
         return not self._fresh
 
     @property
