@@ -629,3 +629,13 @@ def test_runs_merged_into_one_side_keep_their_configuration_when_they_share_it()
     assert pooled.configuration == old
     assert merge_sides([Side("a1", configuration=dict(newer)), Side("a2", configuration=dict(newer))],
                        "A").configuration == newer
+
+
+def test_an_interval_end_past_the_threshold_is_shown_past_it_on_its_own_side():
+    """The band is symmetric in ratio (+5% above, 1/1.05 = −4.76% below): "reaches -4.9%,
+    beyond ±5%" and "+5.0%, beyond ±5%" read as contradictions."""
+    from chbench.stats.compare import beyond
+
+    assert beyond(0.951, 0.05).startswith("-4.9%, beyond -4.8% (") and "1/1.05" in beyond(0.951, 0.05)
+    assert beyond(1.0503, 0.05) == "+5.03%, beyond +5.00%"
+    assert beyond(1.2, 0.05) == "+20.0%, beyond +5.0%"

@@ -619,9 +619,8 @@ def _verdicts(rows: list[QueryComparison], tested: list[int], opts: Options, wid
         elif not _equivalent(row, eff_thr):
             row.verdict = UNSTABLE
             eq = row.equivalence_ci or row.ci
-            row.reasons.append(f"{EQUIVALENCE_LEVEL:.0%} interval reaches {_edge(*eq) - 1:+.1%}, "
-                               f"beyond ±{eff_thr:.0%}: a threshold-sized change is not ruled out; "
-                               "more rounds decide it")
+            row.reasons.append(f"{EQUIVALENCE_LEVEL:.0%} interval reaches {beyond(_edge(*eq), eff_thr)}: a "
+                               "threshold-sized change is not ruled out; more rounds decide it")
         else:
             row.verdict = NO_CHANGE
         row.reasoning = _why(row, significant, own, eff_thr)
@@ -717,6 +716,21 @@ def _equivalent(row: QueryComparison, thr: float) -> bool:
     elo, ehi = equivalence_interval(c, lo, hi)
     row.equivalence_ci = (math.exp(elo), math.exp(ehi))
     return equivalent(c, lo, hi, thr)
+
+
+def beyond(edge: float, thr: float) -> str:
+    """An interval's end (a ratio) past the threshold on its side, both with the digits
+    that show it: the band is symmetric in ratio, so it ends at +5% above and at 1/1.05,
+    −4.8%, below — "reaches -4.9%, beyond ±5%" read as a contradiction (2026-12-07), as
+    did "+5.0%, beyond ±5%" for +5.03%."""
+    bound = 1 + thr if edge >= 1 else 1 / (1 + thr)
+    for digits in (1, 2, 3):
+        e, b = f"{edge - 1:+.{digits}%}", f"{bound - 1:+.{digits}%}"
+        if e != b:
+            break
+    if edge >= 1:
+        return f"{e}, beyond {b}"
+    return f"{e}, beyond {b} (the band is symmetric in ratio: below, it ends at 1/{1 + thr:.4g})"
 
 
 def _edge(lo: float, hi: float) -> float:
