@@ -22,6 +22,7 @@ CASES = [
     (["load", "-q", "SELECT 1", "--workers", "2"], "needs a server target"),
     (["load", "-q", "SELECT 1", "--stage", "fetch_columns"], "native protocol only"),
     (["load", "-q", "SELECT 1", "--confidence", "9"], "must be 0..5"),
+    (["load", "-q", "SELECT 1", "--slo", "p99<=50ms", "--max-time", "15"], "take 20.5 s at least"),
     (["load", "-q", "SELECT 1", "--max_threads"], "needs a value"),
     (["ingest", "--paths", "carrier-pigeon"], "unknown ingest path"),
     (["ingest", "--batch-size", "ten"], "--batch-size takes row counts"),

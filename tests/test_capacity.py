@@ -5,6 +5,7 @@ statistics it decides with."""
 from __future__ import annotations
 
 import random
+import re
 import time
 from pathlib import Path
 
@@ -99,16 +100,21 @@ def test_capacity_of_a_known_server(modern: ModernServer, tmp_path: Path) -> Non
 def test_capacity_search_keeps_to_its_budget(modern: ModernServer, tmp_path: Path) -> None:
     """An error SLO of 0.1% needs 3,688 requests per step — far more than 15 seconds hold
     at this server's rate: the search says so first and ends with the bracket it has
-    (none), within its budget, the file complete."""
+    (none), within its budget, the file complete, and says the --max-time its first step
+    needed."""
     out = tmp_path / "cap.json"
     t0 = time.monotonic()
     r = run_cli("load", "--target", modern.native_url, "-q", "SELECT sleep(0.02)", "-c", "2", "--slo",
-                "errors<=0.1%", "--rate-max", "400", "--max-time", "15", "--out", str(out), timeout=120)
+                "errors<=0.1%", "--rate-max", "400", "--max-time", "15", "--step-duration", "3", "--out", str(out),
+                timeout=120)
     took = time.monotonic() - t0
     assert r.code == 0, r.stderr
     assert took < 15 + 10  # the budget, and the interpreter's start and the tear-down around it
     assert "errors<=0.1% needs 3,688 requests without an error per step" in r.stderr
-    assert "--max-time ended the search before any step held" in r.stderr
+    first = re.search(r"--max-time ended the search before its first step: a step at ([\d.]+) QPS needs (\d+) s "
+                      r"to hold \(give --max-time (\d+) or more\)", r.stderr)
+    assert first is not None, r.stderr
+    assert abs(int(first[2]) - 1.1 * 3688 / float(first[1])) <= 1 and int(first[3]) > 15
     doc = load(out)
     assert doc["status"] == "complete" and doc["capacity"]["ended_by"] == "budget"
     assert doc["capacity"]["rate"] is None and r.stdout.strip() == "capacity: 0.0 QPS"

@@ -4,6 +4,7 @@ concurrency sweeps, worker processes and honest comparison verdicts."""
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from typing import TYPE_CHECKING
@@ -219,10 +220,14 @@ def build_config(args: argparse.Namespace) -> LoadConfig:
         raise UsageError("--slo searches the rate itself: leave out --rate, -C, -i and -t (see --rate-min, "
                          "--rate-max, --step-duration, --max-time)")
     if args.slo:
-        from chbench.load.capacity import parse_slo
+        from chbench.load.capacity import least_time, parse_slo
 
         for text in args.slo:
             parse_slo(text)  # a bad SLO is one line before anything connects
+        if args.max_time < (least := least_time(args.step_duration)):
+            raise UsageError(f"--max-time {args.max_time:g} s leaves no time for one step: the probe, one "
+                             f"--step-duration {args.step_duration:g} s step, its start and stop take "
+                             f"{least:g} s at least (give --max-time {math.ceil(least)} or more)")
     if args.slo and args.rate_min >= args.rate_max:
         raise UsageError(f"--rate-min {args.rate_min:g} must be below --rate-max {args.rate_max:g}")
     concurrency = args.concurrency or (SLO_LANES if args.slo else 1)

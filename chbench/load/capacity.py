@@ -230,6 +230,19 @@ class Budget:
                 "probe_s": self.probe_s, "lanes": self.lanes}
 
 
+def probe_time(max_time: float, probe_s: float = PROBE_S) -> float:
+    """The probe's share of the budget: a twentieth, at most ``probe_s``, and never less
+    than its first level (which runs whole: a budget of 15 s promised "0.725 s at most" of
+    a probe that took 1.5)."""
+    return max(PROBE_LEVEL_S, min(probe_s, max_time / 20))
+
+
+def least_time(step_s: float) -> float:
+    """The shortest --max-time in which one step can still hold: the probe, the pause
+    before the step, the step, its start and stop, and the margin kept for the end."""
+    return PROBE_LEVEL_S + SETTLE_S + step_s + STEP_OVERHEAD_S + END_MARGIN_S
+
+
 def _duration(s: float) -> str:
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.3g} min"
 
@@ -259,7 +272,7 @@ class CapacitySearch:
         self.observers, self.on_step, self.sources = observers, on_step, sources
         self.on_progress = on_progress or (lambda p: None)
         self.say = say or (lambda line: None)
-        self.budget = Budget([(s, samples_to_decide(s)) for s in slos], max_time, min(probe_s, max_time / 20),
+        self.budget = Budget([(s, samples_to_decide(s)) for s in slos], max_time, probe_time(max_time, probe_s),
                              cfg.concurrency)
         self.steps: list[dict[str, Any]] = []
         self.results: list[LevelResult] = []  # every step's run, in order
@@ -485,6 +498,9 @@ def bracket_line(cap: dict[str, Any]) -> str:
     rate_min = cap["rate_min"] if "rate_min" in cap else min((s["offered_qps"] for s in cap["steps"]), default=0.0)
     if cap.get("ended_by") == "budget":
         low, high = cap["ci"]
+        if not cap["steps"] and (first := _first_step_time(cap)) is not None:
+            return (f"--max-time ended the search before its first step: a step at {first[0]:.1f} QPS needs "
+                    f"{first[1]:.0f} s to hold (give --max-time {5 * math.ceil(1.2 * first[2] / 5)} or more).")
         if low is None:
             return ("--max-time ended the search before any step held"
                     + (f"; the SLO does not hold at {high:.1f} QPS." if high is not None else "."))
@@ -497,6 +513,19 @@ def bracket_line(cap: dict[str, Any]) -> str:
         return f"The SLO holds at --rate-max {cap['rate']:.1f} QPS: the capacity may be higher."
     return (f"The SLO holds at {cap['ci'][0]:.1f} QPS and not at {cap['ci'][1]:.1f} QPS: the capacity lies "
             "between them.")
+
+
+def _first_step_time(cap: dict[str, Any]) -> tuple[float, float, float] | None:
+    """The first step's rate, how long it runs before it can hold, and the --max-time that
+    leaves room for it after its probe (the advice adds a fifth: the probe's rate, and so
+    the step's length, varies, and connecting came out of --max-time before); None for a
+    file without its budget."""
+    budget, probe = cap.get("budget") or {}, (cap.get("probe") or {}).get("qps")
+    if "probe_s" not in budget or "step_seconds" not in cap or "samples_to_decide" not in cap:
+        return None
+    rate = min(max(START * probe, cap["rate_min"]), cap["rate_max"]) if probe else cap["rate_min"]
+    hold = max(cap["step_seconds"], 1.1 * cap["samples_to_decide"] / rate)
+    return rate, hold, least_time(hold) - PROBE_LEVEL_S + budget["probe_s"]
 
 
 def step_line(e: dict[str, Any]) -> str:
