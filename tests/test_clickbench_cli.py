@@ -152,6 +152,10 @@ def test_compare_accepts_our_files_and_published_ones(embedded_run):
     for fmt in ("markdown", "console"):
         text = run_cli("clickbench", "compare", *files[:2], "--format", fmt).stdout
         assert text.count("[full.json]") >= 2 and text.count("[cb.json]") >= 2, text
+    # the general compare cannot read them, and says which command does
+    for f in files[:2]:
+        r = run_cli("compare", f, f)
+        assert r.code == 2 and "chbench clickbench compare FILE" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
 # -- the 26.9 server --------------------------------------------------------------------

@@ -74,8 +74,21 @@ def sides_of(path: str, doc: ResultsFile, metric: str = "client_ms") -> Sides:
     if isinstance(doc, ClickHouseBenchmarkFile):
         return Sides(path, doc.format, _clickhouse_benchmark_sides(path, doc))
     kind = getattr(doc, "kind", "ClickBench")
-    raise UsageError(f"{path}: a chbench '{kind}' file has no queries to compare (compare takes run, load and "
-                     "replay files, the upgrade script's JSON and clickhouse-benchmark's --json)")
+    elsewhere = _COMPARED_BY.get(kind)
+    what = "a ClickBench results file" if kind == "ClickBench" else f"a chbench '{kind}' file"
+    raise UsageError(f"{path}: {what} has no queries to compare"
+                     + (f": {elsewhere}" if elsewhere else " (compare takes run, load and replay files, the upgrade "
+                        "script's JSON and clickhouse-benchmark's --json)"))
+
+
+# where a file compare cannot read is compared (a ClickBench file read as "a chbench
+# 'ClickBench' file", and nothing said where it goes, 2026-12-07)
+_COMPARED_BY = {
+    "ClickBench": "compare ClickBench files with 'chbench clickbench compare FILE…'",
+    "clickbench": "compare ClickBench runs with 'chbench clickbench compare FILE…'",
+    "ingest": "'chbench report FILE --html OUT.html' shows its paths side by side with their intervals",
+    "read": "'chbench report FILE --html OUT.html' shows its paths side by side with their intervals",
+}
 
 
 # why a query a run stopped before (Ctrl-C, a lost server) is 'skipped' on that side: a CI
