@@ -32,7 +32,7 @@ def _change_line(c: Any) -> str:
 
 
 def check_text(result: CheckResult, location: str) -> str:
-    out = [f"chbench history check: {result.runs} runs, {len(result.series)} series in {location}\n"]
+    out = [f"chbench history check: {count(result.runs, 'run')}, {len(result.series)} series in {location}\n"]
     if not result.changes:
         out.append("  no change in any series\n")
     for c in result.changes:
