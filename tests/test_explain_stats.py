@@ -195,3 +195,26 @@ def test_threads_two_versions_count_differently_are_no_fact():
     assert apart.top[0].name == "SelectedMarks" and threads.tier == 3  # with the effects
     alike = explain_query(a_runs, b_runs, paired=False, time_ratio=1.5)
     assert "ran on 1 thread instead of 3" in alike.facts
+
+
+def test_two_interfaces_ways_out_are_not_a_plan_change():
+    """The embedded engine side by side with a server over HTTP (26.9, 2026-12-07): the
+    results leave through LazyOutputFormat in one and Null in the other, only the server
+    sends bytes, and the engine's pulling thread counts as one of the query's. None of
+    that is the plan or a cause: the operator that slowed is ranked first."""
+    rng = np.random.default_rng(4)
+    a_counters, a_ops = {**BASE, "threads": 2.0}, {**OPS, "LazyOutputFormat": 300.0}
+    b_counters = {**BASE, "threads": 1.0, "NetworkSendBytes": 810.0, "InterfaceHTTPSendBytes": 810.0,
+                  "RealTimeMicroseconds": 84_000.0}
+    b_ops = {**OPS, "NumbersRange": 10_000.0, "Null": 40.0}
+    a, b = _runs(rng, 12, a_counters, a_ops), _runs(rng, 12, b_counters, b_ops)
+    plain = explain_query(a, b, paired=True, time_ratio=1.2)
+    assert plain.facts[0].startswith("plan changed") and "new Null" in plain.facts[0]  # one interface: a change
+    why = explain_query(a, b, paired=True, time_ratio=1.2, interfaces_differ=True)
+    assert not any(f.startswith("plan changed") or f.startswith("ran on") for f in why.facts), why.facts
+    assert "results left through Null instead of LazyOutputFormat (each side's interface, not its plan)" in why.facts
+    assert why.top[0].name == "NumbersRange"
+    interface = {"LazyOutputFormat", "Null", "NetworkSendBytes", "InterfaceHTTPSendBytes", "threads"}
+    ranked = [m.name for m in why.top]
+    shown = interface & set(ranked)
+    assert shown and all(ranked.index(n) > ranked.index("NumbersRange") for n in shown)

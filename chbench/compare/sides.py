@@ -49,6 +49,8 @@ class Side:
     backlog: list[Backlog] = field(default_factory=list)
     # a run's server version and the user's settings: what two separate files may differ in
     configuration: dict[str, Any] = field(default_factory=dict)
+    # the target's protocol (embedded, http, native): the interface its results left through
+    protocol: str | None = None
 
 
 @dataclass
@@ -105,7 +107,7 @@ def _run_sides(path: str, doc: RunDocument, metric: str) -> list[Side]:
     meta = doc.meta.to_json()
     sides = {t.id: Side(label=f"{t.id}: {t.label}", meta=meta,
                         configuration={"server_version": t.server_version, "settings": t.settings_requested,
-                                       "in_process": t.capabilities.get("in_process")})
+                                       "in_process": t.capabilities.get("in_process")}, protocol=t.kind)
              for t in doc.targets}
     missing = 0
     setup_failed = {t.id: t.extra["setup_error"] for t in doc.targets if t.extra.get("setup_error")}
@@ -210,6 +212,8 @@ def merge_sides(parts: list[Side], label: str) -> Side:
         where = {p.configuration.get("in_process") for p in parts}  # None: a file from before 12-07
         if len(where) == 1 and None not in where:
             side.configuration["in_process"] = where.pop()
+    if len(protocols := {p.protocol for p in parts}) == 1:
+        side.protocol = protocols.pop()
     return side
 
 

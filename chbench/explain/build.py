@@ -33,8 +33,10 @@ def servers_of(a: Side, b: Side) -> dict[str, Any]:
              for s in (a, b)]
     versions = [s.configuration.get("server_version") for s in (a, b)]
     threads = {s.explain.get("threads_from") for s in (a, b)}
+    protocols = [s.protocol for s in (a, b)]
     return {"known": (known[0], known[1]), "versions_differ": None not in versions and versions[0] != versions[1],
-            "counted_apart": frozenset({"threads"}) if len(threads) == 2 and None not in threads else frozenset()}
+            "counted_apart": frozenset({"threads"}) if len(threads) == 2 and None not in threads else frozenset(),
+            "interfaces_differ": None not in protocols and protocols[0] != protocols[1]}
 
 
 def why_of(pa: list[ProfileRun], pb: list[ProfileRun], paired: bool, ratio: float | None,

@@ -141,6 +141,8 @@ def _rank_key(m: MetricChange) -> tuple[int, int, float]:
     """Causes first (by the size of their change), then operators (by their share of the
     time change), then the other counters, then the generic time counters."""
     size = abs(math.log(max(m.ratio, 1e-12)))
+    if m.tier == INTERFACE_TIER:
+        return (INTERFACE_TIER, 0, -size)
     if m.kind == "operator":
         if m.only:  # the plan changed: an operator of real weight first, a trivial one after the causes
             return (0 if (m.share or 0.0) >= PLAN_SHARE else 1, 1, -(m.share or 0.0))
@@ -219,13 +221,16 @@ def unknown_counters(a: list[ProfileRun], b: list[ProfileRun], known_a: frozense
 
 def explain_query(a: list[ProfileRun], b: list[ProfileRun], paired: bool, time_ratio: float | None = None,
                   plan: str | None = None, known: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None),
-                  versions_differ: bool = False, counted_apart: frozenset[str] = frozenset()) -> Why:
+                  versions_differ: bool = False, counted_apart: frozenset[str] = frozenset(),
+                  interfaces_differ: bool = False) -> Why:
     """What changed between A's and B's runs of one query, ranked. ``time_ratio``: the
     query's own B/A time ratio (for the facts); ``plan``: "same" or "changed" where the
     plans were compared (chbench upgrade); ``known``: the counters each side's server
     has, where it listed them; ``versions_differ``: the sides ran different versions;
     ``counted_apart``: counters the two servers count differently (``threads`` from
-    different query_log columns)."""
+    different query_log columns); ``interfaces_differ``: the sides' results left through
+    different interfaces (the embedded engine, HTTP, native), whose output stages differ
+    by design."""
     if len(a) < MIN_RUNS or len(b) < MIN_RUNS:
         return Why(note=f"too few runs with a server profile ({len(a)} and {len(b)})")
     tested: list[MetricChange] = []
@@ -276,7 +281,7 @@ def explain_query(a: list[ProfileRun], b: list[ProfileRun], paired: bool, time_r
     why = Why(counters=sorted([m for m in tested if m.kind == "counter" and m.changed], key=_rank_key),
               operators=sorted(changed_ops, key=_rank_key), tested=len(tested), unknown=unknown, listed=listed)
     every = {m.name: m for m in tested}
-    apart = set(counted_apart)
+    apart = set(counted_apart) | (_interfaces_own(tested) if interfaces_differ else set())
     same_rows = "result_rows" in every and not every["result_rows"].changed
     small = "result_bytes" in every and max(every["result_bytes"].a, every["result_bytes"].b) < SMALL_RESULT
     if same_rows and (versions_differ or small):
@@ -285,12 +290,43 @@ def explain_query(a: list[ProfileRun], b: list[ProfileRun], paired: bool, time_r
         # small result sits in (10 rows: 256 bytes, 9,328 with max_threads=1 on chDB 26.9)
         apart.add("result_bytes")
     for name in apart & set(every):  # each side's own accounting: not a cause, no fact
-        every[name].tier = 3  # ranked with the effects, last
+        every[name].tier = max(3, every[name].tier)  # ranked with the effects, last (an interface's after them)
     why.counters.sort(key=_rank_key)
     why.facts = facts(why, every, time_ratio, plan, apart)
     if rows_ratio is not None and time_ratio is not None:
         why.facts.append(f"per row read {_pct(time_ratio / rows_ratio)} ({_times(rows_ratio)} the rows)")
     return why
+
+
+def _interfaces_own(tested: list[MetricChange]) -> set[str]:
+    """What two interfaces do each of their own (their ways out, their counters), ranked
+    after everything else: not a cause, not the plan."""
+    own = {m.name for m in tested if (m.kind == "operator" and m.only and output_stage(m.name))
+           or (m.kind == "counter" and (m.name == "threads" or m.name.startswith(INTERFACE_COUNTERS)))}
+    for m in tested:
+        if m.name in own:
+            m.tier = INTERFACE_TIER
+    return own
+
+
+# the operators a query's results leave through: each interface its own (measured 26.9,
+# 2026-12-07: the embedded engine LazyOutputFormat, HTTP with FORMAT Null "Null" after a
+# MaterializingTransform), read as "plan changed: new Null; gone LazyOutputFormat" when an
+# engine was run side by side with its own server
+OUTPUT_STAGE = frozenset({"LazyOutputFormat", "Null", "NullSink", "MaterializingTransform", "ConvertingTransform"})
+
+
+# what an interface counts of its own (prefixes; and ``threads``): the embedded engine sends
+# nothing over a network nor fills an HTTP buffer, and its pulling thread is one of the
+# query's (26.9, numbers(20000000), 2026-12-07: NetworkSendBytes, InterfaceHTTPSendBytes and
+# IOBufferAllocBytes new over HTTP, ranked first; 2 threads embedded, 1 over HTTP)
+INTERFACE_COUNTERS = ("Network", "InterfaceHTTP", "InterfaceNative", "InterfaceMySQL", "InterfacePostgreSQL",
+                      "InterfacePrometheus", "IOBuffer")
+INTERFACE_TIER = 4  # ranked after everything else
+
+
+def output_stage(name: str) -> bool:
+    return name in OUTPUT_STAGE or name.endswith(("OutputFormat", "BlockOutputFormat", "RowOutputFormat"))
 
 
 def facts(why: Why, every: dict[str, MetricChange], time_ratio: float | None, plan: str | None,
@@ -299,12 +335,17 @@ def facts(why: Why, every: dict[str, MetricChange], time_ratio: float | None, pl
     ``apart``: the two sides count them differently)."""
     out: list[str] = []
     changed = {m.name: m for m in why.counters if m.name not in (apart or set())}
-    ops_only = [m for m in why.operators if m.only]
+    ops_only = [m for m in why.operators if m.only and m.name not in (apart or set())]
+    ways_out = {side: [m.name for m in why.operators if m.only == side and m.name in (apart or set())]
+                for side in ("a", "b")}
     if plan == "changed" or ops_only:
         new = [m.name for m in ops_only if m.only == "b"]
         gone = [m.name for m in ops_only if m.only == "a"]
         parts = ([f"new {', '.join(new[:3])}"] if new else []) + ([f"gone {', '.join(gone[:3])}"] if gone else [])
         out.append("plan changed" + (f": {'; '.join(parts)}" if parts else ""))
+    if ways_out["a"] or ways_out["b"]:
+        out.append(f"results left through {', '.join(ways_out['b']) or 'no operator of its own'} instead of "
+                   f"{', '.join(ways_out['a']) or 'none of its own'} (each side's interface, not its plan)")
     t = changed.get("threads")
     if t is not None:
         out.append(f"ran on {number(t.b)} thread{'s' if t.b != 1 else ''} instead of {number(t.a)}")
