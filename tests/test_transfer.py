@@ -261,21 +261,28 @@ def test_interrupted_ingest_keeps_the_paths_done(tmp_path):
     # the run, which then ended complete with exit 0 (2026-12-06)
     proc = spawn_cli("ingest", "--rows", "1000000", "--paths", ",".join(["embedded-file,embedded-arrow"] * 6),
                      "--out", str(out))
-    wait_for_results(out, proc, lambda doc: len(doc["result"]["paths"]) >= 1, timeout=120)
+    wait_for_results(out, proc, lambda doc: any(p["status"] == "ok" for p in doc["result"]["paths"]), timeout=120)
     err = interrupt(proc)
     assert proc.returncode == 130 and "Traceback" not in err, err
     doc = assert_interrupted(out)
-    assert doc["result"]["paths"][0]["status"] == "ok"
+    paths = doc["result"]["paths"]
+    assert paths[0]["status"] == "ok" and len(paths) == 12  # every path asked for, those not reached said so
+    late = [p for p in paths if p["status"] == "not reached"]
+    assert late and all(p["reason"] == "the run stopped before it" and p["path"] for p in late)
 
 
 def test_interrupted_read_keeps_the_paths_done(tmp_path):
     out = tmp_path / "r.json"
-    proc = spawn_cli("read", "--rows", "2000000", "--repeat", "3", "--out", str(out))
-    wait_for_results(out, proc, lambda doc: len(doc["result"]["paths"]) >= 1, timeout=180)
+    proc = spawn_cli("read", "--rows", "2000000", "--repeat", "3", "--paths", "embedded-arrow,embedded-df",
+                     "--out", str(out))
+    wait_for_results(out, proc, lambda doc: any(p["status"] == "ok" for p in doc["result"]["paths"]), timeout=180)
     err = interrupt(proc)
     assert proc.returncode == 130 and "Traceback" not in err, err
     doc = assert_interrupted(out)
-    assert doc["result"]["paths"][0]["status"] == "ok" and doc["result"]["ceilings"]
+    paths = doc["result"]["paths"]
+    assert any(p["status"] == "ok" for p in paths) and doc["result"]["ceilings"]
+    assert [p["name"] for p in paths] == ["embedded-arrow", "embedded-df"]  # every path asked for, in order
+    assert {p["status"] for p in paths} <= {"ok", "skipped", "failed", "not reached"}
 
 
 def test_read_with_its_server_killed_ends_as_a_lost_server_and_keeps_the_paths_done(tmp_path):

@@ -25,6 +25,7 @@ import numpy as np
 from chbench.errors import QueryError, ServerLost
 from chbench.stats.ranking import gap, median_time, rank, rotated, round_summary
 from chbench.targets import Credentials, Target, make_target
+from chbench.transfer import NOT_REACHED
 from chbench.transfer.dataset import VERIFY_SQL, Dataset, crc32_of, create_table_sql
 from chbench.transfer.endpoints import Endpoints, Skip
 from chbench.transfer.ingest_paths import PATHS, Context, IngestPath, PathError
@@ -107,7 +108,8 @@ def run_ingest(ep: Endpoints, ds: Dataset, names: list[str], batch_sizes: list[i
     ceilings: list[dict[str, Any] | None] = []
 
     def result() -> dict[str, Any]:
-        entries = [_combine(runs[i], size) for i in range(len(units)) if runs[i]] + skipped
+        entries = [_combine(runs[i], size) if runs[i] else _not_reached(*units[i]) for i in range(len(units))]
+        entries += skipped
         entries.sort(key=lambda e: names.index(e.get("path", e["name"])))  # as asked (sorted() is stable)
         return {**base, "paths": entries, **_summary(entries, ceilings, ds)}
 
@@ -125,6 +127,14 @@ def run_ingest(ep: Endpoints, ds: Dataset, names: list[str], batch_sizes: list[i
     finally:
         admin.close()
     return result()
+
+
+def _not_reached(cls: type[IngestPath], batch_size: int | None, sweep: bool) -> dict[str, Any]:
+    """A path (and batch size) the run stopped before (Ctrl-C, a lost server): in the file,
+    said so, rather than left out as if never asked for."""
+    return {"name": cls.name if not sweep else f"{cls.name}@{batch_size}", "path": cls.name,
+            "batch_size": batch_size if cls.batched else None, "status": NOT_REACHED,
+            "reason": "the run stopped before it"}
 
 
 def _combine(runs: list[dict[str, Any]], size: int) -> dict[str, Any]:
