@@ -313,7 +313,7 @@ def _interfaces_own(tested: list[MetricChange]) -> set[str]:
 # 2026-12-07: the embedded engine LazyOutputFormat, HTTP with FORMAT Null "Null" after a
 # MaterializingTransform), read as "plan changed: new Null; gone LazyOutputFormat" when an
 # engine was run side by side with its own server
-OUTPUT_STAGE = frozenset({"LazyOutputFormat", "Null", "NullSink", "MaterializingTransform", "ConvertingTransform"})
+OUTPUT_STAGE = frozenset({"LazyOutputFormat", "Null", "MaterializingTransform"})
 
 
 # what an interface counts of its own (prefixes; and ``threads``): the embedded engine sends
@@ -326,7 +326,7 @@ INTERFACE_TIER = 4  # ranked after everything else
 
 
 def output_stage(name: str) -> bool:
-    return name in OUTPUT_STAGE or name.endswith(("OutputFormat", "BlockOutputFormat", "RowOutputFormat"))
+    return name in OUTPUT_STAGE or name.endswith("OutputFormat")
 
 
 def facts(why: Why, every: dict[str, MetricChange], time_ratio: float | None, plan: str | None,
