@@ -209,6 +209,24 @@ def test_upgrade_script_json(tmp_path):
     assert by["q1"]["verdict"] == "slower" and by["q2"]["verdict"] == "no change"
     assert "summary numbers only: weaker verdict" in by["q1"]["flags"]
     assert any("weaker" in n for n in doc["notes"])
+    assert by["q1"]["a"]["runs"] == 20  # as the file says, not 0 (no raw samples)
+
+
+def test_a_summary_only_change_that_overlaps_says_what_would_decide_it(tmp_path):
+    """+11.5% in medians whose ranges overlap: no test is possible on summary numbers, and
+    more rounds of the same file format would not help (the finding said "noise wider
+    than the ±5% a verdict needs; … narrows it")."""
+    b = json.loads(json.dumps(UPGRADE_A))
+    b["results"][1].update(min_ms=50, p50_ms=58, p90_ms=62, p99_ms=66, max_ms=70)
+    pa, pb = tmp_path / "a.json", tmp_path / "b.json"
+    pa.write_text(json.dumps(UPGRADE_A))
+    pb.write_text(json.dumps(b))
+    r = run_cli("compare", str(pa), str(pb), "--format", "json")
+    doc = r.json()
+    assert r.code == 0 and {q["name"]: q["verdict"] for q in doc["queries"]} == {"q1": "no change", "q2": "unstable"}
+    assert any("summary numbers only" in f and "allows no test" in f and "load --out" in f
+               for f in doc["findings"]), doc["findings"]
+    assert not any("noise wider" in f for f in doc["findings"])
 
 
 def test_clickhouse_benchmark_json_real_files(legacy, tmp_path):
@@ -222,6 +240,7 @@ def test_clickhouse_benchmark_json_real_files(legacy, tmp_path):
     assert r.code == 1, r.stderr
     q = r.json()["queries"][0]
     assert q["verdict"] == "slower" and q["ratio"] > 2
+    assert q["a"]["runs"] == q["b"]["runs"] == 40  # num_queries, as the files say
     # keyed by host, as comparison mode writes it: one file, two sides
     keyed = {"localhost:9000": json.loads(paths[0].read_text()), "localhost:9001": json.loads(paths[1].read_text())}
     pk = tmp_path / "keyed.json"

@@ -146,6 +146,12 @@ def findings(doc: ComparisonDoc, separate: bool, advice: Advice = ADVICE["chbenc
             out.append(f"{_queries(len(hit))} unstable: {what} ({', '.join(q.name for q in hit[:5])}); more "
                        "rounds of the same do not settle that: look at their runs (report --html) and rerun")
         unstable = [q for q in unstable if q not in hit]
+    summarized = [q for q in unstable if any("no raw samples" in r for r in q.reasons)]
+    if summarized:  # no test is possible on these: more rounds of the same file format add nothing
+        out.append(f"{_queries(len(summarized))} unstable: the medians differ, but a file of summary numbers "
+                   "only (clickhouse-benchmark's --json, the upgrade script's) allows no test and the runs' ranges "
+                   "overlap; measure with chbench (run, or load --out) to keep every sample")
+        unstable = [q for q in unstable if q not in summarized]
     if unstable:
         sessions = any(q.between_run is not None and "sessions" in q.between_run.source for q in unstable)
         several = "" if sessions else f" or {advice.sessions}"

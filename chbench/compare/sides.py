@@ -335,6 +335,7 @@ def _upgrade_script_side(path: str, doc: UpgradeScriptFile) -> Side:
                                                                   ("p99", "p99"), ("max", "max"))
                              if r.get(f"{k2}_ms") is not None}
                 d.summary["runs"] = float(r.get("runs") or 0)
+                d.summary_runs = int(r.get("runs") or 0)
             if r.get("error_sample"):
                 d.error_sample = str(r["error_sample"])
             side.queries[str(r.get("id") or r.get("query"))] = d
@@ -358,7 +359,8 @@ def _clickhouse_benchmark_sides(path: str, doc: ClickHouseBenchmarkFile) -> list
         except (KeyError, TypeError, ValueError):
             raise UsageError(f"{path}: clickhouse-benchmark JSON without query_time_percentiles") from None
         side = Side(label=f"clickhouse-benchmark {host}", meta={"statistics": st})
-        side.queries["clickhouse-benchmark (all queries)"] = SideData(summary=summary,
-                                                                      errors=int(st.get("num_errors") or 0))
+        side.queries["clickhouse-benchmark (all queries)"] = SideData(
+            summary=summary, errors=int(st.get("num_errors") or 0),
+            summary_runs=int(st["num_queries"]) if isinstance(st.get("num_queries"), (int, float)) else None)
         sides.append(side)
     return sides

@@ -74,6 +74,7 @@ class SideData:
     errors: int = 0
     error_sample: str | None = None
     summary: dict[str, float] | None = None  # foreign files without raw samples
+    summary_runs: int | None = None  # how many runs such a file says it summarizes
     sql: str | None = None
     sessions: list[list[float]] = field(default_factory=list)  # times per session, when there are several
     skipped: str | None = None  # why this side did not run it (a performance test's missing table, …)
@@ -200,7 +201,7 @@ def side_summary(s: SideData | None) -> SideSummary | None:
     what ``compare --format json`` says."""
     if s is None:
         return None
-    out = SideSummary(runs=len(s.times), errors=s.errors, error_sample=s.error_sample)
+    out = SideSummary(runs=len(s.times) or (s.summary_runs or 0), errors=s.errors, error_sample=s.error_sample)
     measured = s.raw_times or s.times
     if measured:
         out.stats = {k: round(v, 4) for k, v in percentiles(measured).items()}
