@@ -214,7 +214,7 @@ class Budget:
 
     def hold_seconds(self, rate: float, step_s: float) -> float:
         """How long a step at ``rate`` runs before it can hold."""
-        return max(step_s, 1.1 * self.need / rate)
+        return hold_seconds(self.need, rate, step_s)
 
     def lines(self) -> list[str]:
         needs = ", ".join(f"{s.text} needs {n:,} requests" + (" without an error" if s.percentile is None else "")
@@ -228,6 +228,16 @@ class Budget:
     def to_json(self) -> dict[str, Any]:
         return {"requests_per_step": {s.text: n for s, n in self.needs}, "max_time_s": self.max_time,
                 "probe_s": self.probe_s, "lanes": self.lanes}
+
+
+def hold_seconds(need: int, rate: float, step_s: float) -> float:
+    """How long a step at ``rate`` runs before its ``need`` requests let it hold."""
+    return max(step_s, 1.1 * need / rate)
+
+
+def first_rate(probe: float | None, rate_min: float, rate_max: float) -> float:
+    """The first step's rate: ``START`` of what the probe answered, within the range given."""
+    return min(max(START * probe, rate_min), rate_max) if probe else rate_min
 
 
 def probe_time(max_time: float, probe_s: float = PROBE_S) -> float:
@@ -357,7 +367,7 @@ class CapacitySearch:
             self.say(line)
         probe = self.run_probe()
         self.probe_qps = probe or 0.0
-        rate = min(max(START * probe, self.rate_min), self.rate_max) if probe else self.rate_min
+        rate = first_rate(probe, self.rate_min, self.rate_max)
         self.say((f"The probe answered {probe:.1f} QPS at most" if probe else "The probe answered no query")
                  + f": the first step offers {rate:.1f} QPS and can hold after "
                  f"{self.budget.hold_seconds(rate, self.step_s):.0f} s.")
@@ -523,8 +533,8 @@ def _first_step_time(cap: dict[str, Any]) -> tuple[float, float, float] | None:
     budget, probe = cap.get("budget") or {}, (cap.get("probe") or {}).get("qps")
     if "probe_s" not in budget or "step_seconds" not in cap or "samples_to_decide" not in cap:
         return None
-    rate = min(max(START * probe, cap["rate_min"]), cap["rate_max"]) if probe else cap["rate_min"]
-    hold = max(cap["step_seconds"], 1.1 * cap["samples_to_decide"] / rate)
+    rate = first_rate(probe, cap["rate_min"], cap["rate_max"])
+    hold = hold_seconds(cap["samples_to_decide"], rate, cap["step_seconds"])
     return rate, hold, least_time(hold) - PROBE_LEVEL_S + budget["probe_s"]
 
 

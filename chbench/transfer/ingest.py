@@ -25,7 +25,7 @@ import numpy as np
 from chbench.errors import QueryError, ServerLost
 from chbench.stats.ranking import gap, median_time, rank, rotated, round_summary
 from chbench.targets import Credentials, Target, make_target
-from chbench.transfer import NOT_REACHED
+from chbench.transfer import NOT_REACHED, NOT_REACHED_WHY
 from chbench.transfer.dataset import VERIFY_SQL, Dataset, crc32_of, create_table_sql
 from chbench.transfer.endpoints import Endpoints, Skip
 from chbench.transfer.ingest_paths import PATHS, Context, IngestPath, PathError
@@ -134,7 +134,7 @@ def _not_reached(cls: type[IngestPath], batch_size: int | None, sweep: bool) -> 
     said so, rather than left out as if never asked for."""
     return {"name": cls.name if not sweep else f"{cls.name}@{batch_size}", "path": cls.name,
             "batch_size": batch_size if cls.batched else None, "status": NOT_REACHED,
-            "reason": "the run stopped before it"}
+            "reason": NOT_REACHED_WHY}
 
 
 def _combine(runs: list[dict[str, Any]], size: int) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from chbench.stats.ranking import gap, rank, rotated, round_summary
-from chbench.transfer import NOT_REACHED
+from chbench.transfer import NOT_REACHED, NOT_REACHED_WHY
 from chbench.transfer.endpoints import Endpoints
 from chbench.transfer.read_paths import PATHS
 
@@ -169,7 +169,7 @@ def run_read(ep: Endpoints, names: list[str], opts: ReadOptions, log: Callable[[
         paths: list[dict[str, Any]] = [
             {"name": n, "status": "skipped", "reason": skipped[n]} if n in skipped
             else _entry(n, _median_run(runs[n]), opts.rows, native_bytes, transfer) if runs.get(n)
-            else {"name": n, "status": NOT_REACHED, "reason": "the run stopped before it"}  # Ctrl-C, a lost server
+            else {"name": n, "status": NOT_REACHED, "reason": NOT_REACHED_WHY}  # Ctrl-C, a lost server
             for n in names]
         ranking = rank({e["name"]: e["tries_s"] for e in paths if e.get("status") == "ok" and e.get("rows_ok")})
         return {"query": opts.query, "rows": opts.rows, "settings": opts.settings, "compress": opts.compress,
