@@ -532,6 +532,14 @@ def test_too_few_runs_for_holm_is_said_and_enough_is_not():
     assert all(r.verdict == "unstable" for r in five)
     note = too_few_to_show(five, 0.05)
     assert note is not None and "5 / 5 runs" in note and "--iterations 6" in note
+    # a replay has no --iterations: its runs are its capture's statements (seen: "measure
+    # with --iterations 5 or more" under two replays of one capture)
+    from chbench.compare.findings import ADVICE
+
+    replayed = too_few_to_show(five, 0.05, ADVICE["chbench-replay"])
+    assert replayed is not None and "--iterations" not in replayed
+    assert replayed.endswith("measure with a capture holding 6 statements of each query or more "
+                             "(a longer --since window)")
     six = rows(6)
     assert too_few_to_show(six, 0.05) is None
     assert all(r.verdict == "slower" for r in six)

@@ -259,7 +259,7 @@ def _rank_sum_smallest_p(n: int, m: int) -> float:
     return math.exp(math.log(2.0) - math.lgamma(n + m + 1) + math.lgamma(n + 1) + math.lgamma(m + 1))
 
 
-def too_few_to_show(rows: list[QueryComparison], alpha: float) -> str | None:
+def too_few_to_show(rows: list[QueryComparison], alpha: float, advice: Advice | None = None) -> str | None:
     """A note when no query had runs enough for any p-value to pass Holm's first step
     (alpha / queries; under BH equal small p-values can all pass, so not said there)
     (seen: two runs of --iterations 5, max_threads=1 against the default, every query
@@ -283,7 +283,7 @@ def too_few_to_show(rows: list[QueryComparison], alpha: float) -> str | None:
         next(n for n in range(2, 1000) if _rank_sum_smallest_p(n, n) < need)
     return (f"{what} per query: no query can be shown slower or faster — a rank test's smallest p is "
             f"{smallest:.2g}, and {count(len(counts), 'query')} corrected for each other (Holm, alpha {alpha:g}) "
-            f"need below {need:.2g}; measure with --iterations {runs} or more")
+            f"need below {need:.2g}; measure with {(advice or advice_for([])).runs.format(n=runs)}")
 
 
 def _between_run_note(a: Side, b_queries: dict[str, Any], factor: float, advice: Advice) -> str:
@@ -439,7 +439,7 @@ def build_comparison(files: list[str], opts: CompareOptions | None = None,
         notes.append("the replays: " + "; ".join(f"{k} {', '.join(x.describe() for x in s.backlog)}"
                                                  for k, s in (("A", a), ("B", b))))
         _overloaded(result, a, b)
-    if stats.correction == "holm" and (few := too_few_to_show(result.queries, stats.alpha)) is not None:
+    if stats.correction == "holm" and (few := too_few_to_show(result.queries, stats.alpha, advice)) is not None:
         notes.append(few)
     if factors:
         result.summary.round_factors = factors

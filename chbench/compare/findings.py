@@ -23,17 +23,20 @@ class Advice:
     side_by_side: str  # both sides measured at once
     more: str  # more of the same, for the sides of one file (with its verb)
     sessions: str  # several sessions per side, for separate files
+    runs: str  # N runs of each query, ``{n}`` in it (a replay's runs are its capture's statements)
 
 
 ADVICE = {
     "chbench": Advice("a side-by-side run (--target A --target B, or --setting-b/--scale-b)",
                       "more rounds (--iterations, or a longer --max-time-per-query) narrow it",
-                      "--sessions 3 per side"),
+                      "--sessions 3 per side", "--iterations {n} or more"),
     "chbench-replay": Advice("one replay of both targets (chbench replay --target A --target B)",
                              "a longer capture (more statements of each query) narrows it",
-                             "several replays per side (compare R1 R2 R3 --vs R4 R5 R6)"),
+                             "several replays per side (compare R1 R2 R3 --vs R4 R5 R6)",
+                             "a capture holding {n} statements of each query or more (a longer --since window)"),
     "chbench-load": Advice("one load of both targets (chbench load --target A --target B)",
-                           "a longer load (-t) narrows it", "several loads per side (compare L1 L2 L3 --vs L4 L5 L6)"),
+                           "a longer load (-t) narrows it", "several loads per side (compare L1 L2 L3 --vs L4 L5 L6)",
+                           "a load of {n} requests of each query or more (a longer -t)"),
 }
 
 
