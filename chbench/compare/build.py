@@ -282,7 +282,7 @@ def too_few_to_show(rows: list[QueryComparison], alpha: float, advice: Advice | 
     runs = rounds_to_show_a_change(len(counts), alpha) if paired else \
         next(n for n in range(2, 1000) if _rank_sum_smallest_p(n, n) < need)
     return (f"{what} per query: no query can be shown slower or faster — a rank test's smallest p is "
-            f"{smallest:.2g}, and {count(len(counts), 'query')} corrected for each other (Holm, alpha {alpha:g}) "
+            f"{smallest:.2g}, and {count(len(counts), 'query')} corrected for each other (Holm, alpha {alpha:.3g}) "
             f"need below {need:.2g}; measure with {(advice or advice_for([])).runs.format(n=runs)}")
 
 

@@ -74,7 +74,7 @@ def summary(doc: ComparisonDoc, full: bool = True, why: list[Text] | None = None
     else:
         how = "paired rounds where both sides ran side by side, " if s.paired else ""
         out.append(Text(f"Decided by chbench's rule: {how}threshold ±{s.threshold:.0%} (or a test's own, if "
-                        f"larger), alpha {s.alpha:g} with {s.correction} correction across queries.", "summary",
+                        f"larger), alpha {s.alpha:.3g} with {s.correction} correction across queries.", "summary",
                         {"data-method": "chbench"}))
     return out
 
