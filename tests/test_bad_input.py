@@ -4,6 +4,7 @@ stderr and a non-zero exit code, never a traceback."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -84,6 +85,44 @@ def test_results_never_replace_a_device(command, tmp_path):
     r = run_cli(*command, "--out", os.devnull)
     assert r.code == 2 and "not a regular file" in r.stderr, r.stderr
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+def test_a_whole_file_write_never_replaces_a_link_into_proc_or_the_users_link(tmp_path):
+    """``chbench report cb.json --markdown /dev/stdout`` with the shell's output sent to a
+    file: /dev/stdout led to a regular file, so the report was renamed over the link and
+    /dev/stdout became a file for every process on the machine (2026-12-08, as root). A
+    path through /dev or /proc is written in place; a user's own link keeps being a link,
+    the file it leads to replaced. The report of that one clickhouse-benchmark file was
+    empty besides: it now shows what the file says."""
+    import json
+    import subprocess
+    import sys
+
+    from chbench.results.store import rename_target, write_report
+
+    assert rename_target("/dev/stdout") is None and rename_target(os.devnull) is None
+    assert rename_target("/proc/self/fd/1") is None and rename_target("/dev/shm/x.json") == Path("/dev/shm/x.json")
+    real = tmp_path / "real.html"
+    real.write_text("old")
+    (tmp_path / "mine.html").symlink_to(real)
+    assert rename_target(tmp_path / "mine.html") == real
+    write_report(tmp_path / "mine.html", "new")
+    assert (tmp_path / "mine.html").is_symlink() and real.read_text() == "new"
+    cb = tmp_path / "cb.json"
+    cb.write_text(json.dumps({"statistics": {"QPS": 1471.9, "num_queries": 200, "num_errors": 0},
+                              "query_time_percentiles": {"0": 0.001, "50": 0.00126, "90": 0.0015, "99": 0.002,
+                                                         "99.99": 0.0045}}))
+    out = tmp_path / "stdout.txt"
+    stdout_link = tmp_path / "stdout"  # as /dev/stdout is, but where a regression does no harm
+    stdout_link.symlink_to("/proc/self/fd/1")
+    with open(out, "w") as f:
+        r = subprocess.run([sys.executable, "-m", "chbench", "report", str(cb), "--markdown", str(stdout_link)],
+                           stdout=f, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert stdout_link.is_symlink()
+    text = out.read_text()
+    assert "Summary: cb.json" in text and "clickhouse-benchmark (all queries)" in text and "1.26" in text
+    assert "1471.9 QPS over 200 queries" in text
 
 
 @pytest.mark.parametrize("args", [["history", "list", "--store", "http://u:s3cr3t@127.0.0.1:1/db"],

@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from chbench.errors import UsageError
 from chbench.files import open_user_file
-from chbench.results.store import check_directory, write_file_atomic
+from chbench.results.store import check_directory, rename_target, write_file_atomic
 
 FORMAT_VERSION = 1
 HEADER_KEY = "chbench_workload"
@@ -54,7 +54,7 @@ class WorkloadWriter:
         self.path = Path(path)
         directory = self.path.parent if str(self.path.parent) else Path(".")
         check_directory(path, "the workload")
-        if self.path.exists() and not self.path.is_file():
+        if rename_target(self.path) is None:
             raise UsageError(f"cannot write the workload to {path}: not a regular file")
         fd, self._body_path = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".body", dir=directory)
         self._body: IO[str] = os.fdopen(fd, "w", encoding="utf-8")

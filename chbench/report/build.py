@@ -21,6 +21,7 @@ from chbench.report.comparison import comparison_section
 from chbench.report.load import load_section
 from chbench.report.replay import replay_section
 from chbench.report.run import run_section
+from chbench.report.summary import summary_section
 from chbench.report.transfer import transfer_section
 from chbench.results import (
     BisectDocument,
@@ -68,7 +69,8 @@ def build_report(files: list[str], opts: CompareOptions | None = None) -> Report
             sections += _nway_sections(*comparable[0], opts)
         elif not (len(comparable) == 1 and n_sides < 2):
             sections.append(comparison_section(build_comparison([f for f, _ in comparable], opts)))
-        sections += [run_section(f, d) for f, d in comparable if isinstance(d, RunDocument)]
+        sections += [run_section(f, d) if isinstance(d, RunDocument) else summary_section(sides_of(f, d))
+                     for f, d in comparable]
     # two load files, or two replays, and nothing else to compare: compared as compare does
     alike = [(f, d) for f, d in opened if isinstance(d, (LoadDocument, ReplayDocument))]
     if not comparable and len(alike) == 2 and type(alike[0][1]) is type(alike[1][1]):

@@ -44,14 +44,31 @@ def check_directory(path: str | Path, what: str = "") -> None:
         raise UsageError(f"cannot write {what + ' to ' if what else ''}{path}: directory {parent} does not exist")
 
 
+def rename_target(path: str | Path) -> Path | None:
+    """The file a whole-file write renames onto: the path, or the file its symbolic links
+    lead to (the links kept). None where a rename would replace what is not the user's
+    file: a device, a pipe, or a path through /dev or /proc. Renaming over /dev/null as
+    root replaced the device with a file, for every process on the machine; and
+    ``--markdown /dev/stdout`` with the shell's output sent to a file (so the link led to a
+    regular file) replaced the /dev/stdout link itself (2026-12-08)."""
+    hop = Path(os.path.abspath(path))
+    for _ in range(40):  # the kernel's own limit on a chain of links
+        if hop.parts[1:2] == ("proc",) or (hop.parts[1:2] == ("dev",) and hop.parts[2:3] != ("shm",)):
+            return None
+        if not hop.is_symlink():
+            break
+        hop = Path(os.path.abspath(hop.parent / os.readlink(hop)))
+    return None if hop.exists() and not hop.is_file() else hop
+
+
 def write_report(path: str | Path, text: str) -> None:
     """A report the user asked for (``--html``, ``--output``): written whole and renamed
-    into place like a results file, so a Ctrl-C never leaves half a page; a path that is
-    not a regular file (``/dev/stdout``, a pipe) is written to as it is."""
+    into place like a results file, so a Ctrl-C never leaves half a page; a path a rename
+    must not replace (``/dev/stdout``, a pipe: ``rename_target``) is written to as it is."""
     p = Path(path)
     check_directory(p)  # compare --output, history report --html: a traceback before
     try:
-        if p.exists() and not p.is_file():
+        if rename_target(p) is None:
             p.write_text(text, encoding="utf-8")
         else:
             write_text_atomic(p, text)
@@ -60,14 +77,11 @@ def write_report(path: str | Path, text: str) -> None:
 
 
 def write_file_atomic(path: str | Path, write: Callable[[IO[str]], object]) -> None:
-    p = Path(path)
-    if p.exists() and not p.is_file():
-        # renaming over /dev/null as root replaces the device with a file (it happened
-        # here once, to every process on the machine): never
-        raise UsageError(f"cannot write {p}: not a regular file (results files are written whole and renamed "
+    p = rename_target(path)
+    if p is None:
+        raise UsageError(f"cannot write {path}: not a regular file (results files are written whole and renamed "
                          "into place)")
-    directory = p.parent if str(p.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -10,21 +10,20 @@ command leaves the same valid, finished file, with ``meta.ended_at`` set."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from types import TracebackType
 
 from chbench.errors import UsageError
 from chbench.outcome import Outcome
 from chbench.results.document import Document
 from chbench.results.environment import now_iso
-from chbench.results.store import check_directory, write_atomic
+from chbench.results.store import check_directory, rename_target, write_atomic
 
 
 def check_output_path(path: str | None, what: str = "results") -> None:
     """Fail before anything is measured when ``path`` cannot be written."""
     if path:
         check_directory(path, what)
-        if Path(path).exists() and not Path(path).is_file():
+        if rename_target(path) is None:
             raise UsageError(f"cannot write {what} to {path}: not a regular file (results files are written "
                              "whole and renamed into place; leave out the option to keep none)")
 
