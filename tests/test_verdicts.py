@@ -483,7 +483,7 @@ def test_separate_runs_with_nothing_known_of_the_machine_make_no_engine_finding_
     assert all(r.reason == "beyond ±5% only with a shift the machine may explain" for r in others)
     assert res.queries[3].verdict == "faster"  # -30%: -18% against the shift too
     doc = ComparisonDoc(res, a_label="A", b_label="B", files=["a.json", "b.json"])
-    assert any(f.startswith("all queries -15.0% together, which the machine may explain (the files do not both")
+    assert any(f.startswith("9 of 10 queries -15.0% together, which the machine may explain (the files do not both")
                for f in findings(doc, separate=True))
     # a file of clickhouse-benchmark's (no between-run factor): `separate` alone says it
     plain = compare_queries(list(a), a, b, Options(separate=True)).summary.shift
@@ -517,10 +517,15 @@ def test_a_large_change_not_shown_after_correction_is_not_no_change():
     # (seen: max_threads=1 side by side, 8 rounds, +73% [+41%, +85%], p adj. 0.078)
     b = {k: SideData(times=[t * (1.7 if k == "q0" else 1.0) * (1 + rng.uniform(-0.1, 0.1)) for t in d.times],
                      keys=d.keys) for k, d in a.items()}
-    q0 = compare_queries(list(a), a, b, Options(paired=True)).queries[0]
+    res = compare_queries(list(a), a, b, Options(paired=True))
+    q0 = res.queries[0]
     assert q0.ci[0] > 1.05 and (q0.ci[1] / q0.ci[0]) ** 0.5 > 1.05 and q0.p_adjusted >= 0.05
     assert q0.verdict == "unstable" and q0.reason == "beyond ±5% but not shown (paired)", q0.reasons
     assert "not significant once corrected" in q0.reasons[0] and "paired interval wider" in q0.reasons[1]
+    said = findings(ComparisonDoc(res, a_label="A", b_label="B", files=["ab.json"]), separate=False)
+    assert "1 query unstable: beyond ±5%, but not significant once corrected for the other queries (q0); more " \
+           "rounds (--iterations, or a longer --max-time-per-query) narrow it" in said
+    assert not any("noise wider" in f and "q0" in f for f in said)
 
 
 def test_too_few_runs_for_holm_is_said_and_enough_is_not():
