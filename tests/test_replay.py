@@ -584,8 +584,10 @@ def test_separate_replays_that_overloaded_the_server_are_not_told_from_a_change(
     # medians owe to their own runs, at 1 degree of freedom — wide before the backlog is
     # asked; a query the noise leaves decided would be held back by it
     assert all(q["verdict"] == "unstable" and q["between_run_sd"] > 0 for q in lopsided["queries"])
-    assert all("noise" in q["reason"] or "B's replay overloaded the server" in q["reason"]
-               for q in lopsided["queries"])
+    # (or, where the wide interval lies wholly past ±5%, the test's level is what is missing:
+    # +4900% [×15, ×164], p adj. 0.09 — "beyond ±5% but not shown")
+    assert all("noise" in q["reason"] or "but not shown" in q["reason"]
+               or "B's replay overloaded the server" in q["reason"] for q in lopsided["queries"])
     # a report of the two replays compares them as compare does, and says what B's replay did
     md = tmp_path / "r.md"
     assert run_cli("report", str(again), str(behind), "--markdown", str(md)).code == 0

@@ -140,6 +140,36 @@ def findings(doc: ComparisonDoc, separate: bool, advice: Advice = ADVICE["chbenc
                    f"({', '.join(q.name for q in uneven[:5])}): not told apart from the machine's uneven effect; "
                    "rerun on a quiet machine, or measure side by side")
     unstable = [q for q in unstable if q not in uneven]
+    out += _unstable_lines(unstable, doc, separate, advice)
+    paired = [q for q in doc.queries if q.paired is not None]
+    if paired:
+        spreads = sorted(q.paired.spread for q in paired if q.paired is not None and math.isfinite(q.paired.spread))
+        mid = spreads[len(spreads) // 2] if spreads else math.nan
+        out.append(f"judged on paired rounds ({len(paired)} of {count(len(doc.queries), 'query')}): B/A varied "
+                   f"±{mid:.1%} "
+                   "from round to round (median); the pooled verdicts are in the JSON (unpaired)")
+    if machine.get("log_change_bound"):
+        out.append("the calibration query moved between the runs and these files have no probes: intervals widened")
+    return out + _flag_lines(doc)
+
+
+def _flag_lines(doc: ComparisonDoc) -> list[str]:
+    """Each flag with the queries that carry it: a table a person scans shows one reason a
+    row, so "too short to measure well" or "fails in A only" showed only with --verbose."""
+    by_flag: dict[str, list[str]] = {}
+    for q in doc.queries:
+        for flag in q.flags:
+            by_flag.setdefault(flag, []).append(q.name)
+    return [f"{flag}: {', '.join(names[:5])}{' …' if len(names) > 5 else ''}" for flag, names in by_flag.items()]
+
+
+def _unstable_lines(unstable: list[QueryComparison], doc: ComparisonDoc, separate: bool,
+                    advice: Advice) -> list[str]:
+    """The unstable queries no line above explained, grouped by why: the sessions' machine
+    levels, drift or two groups of run times, summary numbers only, a change past the
+    threshold not shown after correction, and the rest (noise wider than the threshold)."""
+    out: list[str] = []
+    s = doc.summary
     level = s.session_levels
     if unstable and level and level["half"] > math.log1p(s.threshold / 2):
         # the sessions' machine levels, more than half the threshold, leave too little
@@ -175,15 +205,6 @@ def findings(doc: ComparisonDoc, separate: bool, advice: Advice = ADVICE["chbenc
         what_next = f"{advice.side_by_side}{several} narrows it" if separate else advice.more
         out.append(f"{_queries(len(unstable))} unstable: noise wider than the ±{s.threshold:.0%} a verdict "
                    f"needs; {what_next}")
-    paired = [q for q in doc.queries if q.paired is not None]
-    if paired:
-        spreads = sorted(q.paired.spread for q in paired if q.paired is not None and math.isfinite(q.paired.spread))
-        mid = spreads[len(spreads) // 2] if spreads else math.nan
-        out.append(f"judged on paired rounds ({len(paired)} of {count(len(doc.queries), 'query')}): B/A varied "
-                   f"±{mid:.1%} "
-                   "from round to round (median); the pooled verdicts are in the JSON (unpaired)")
-    if machine.get("log_change_bound"):
-        out.append("the calibration query moved between the runs and these files have no probes: intervals widened")
     return out
 
 
