@@ -7,7 +7,7 @@ The reference task (chbench/machine/reference.py) runs in a helper process the s
 places on any CPU. This times its interpreter loop pinned to each CPU in turn, every
 0.1 s, and prints each CPU's median per window and how the CPUs' timings correlate.
 
-Seen (2026-12-08, 00:30 UTC, this 2-vCPU KVM guest, load 0.2): each CPU switched between
+Seen (2026-12-08, 00:27–00:29 UTC, this 2-vCPU KVM guest, load 0.2): each CPU switched between
 ~4.6 ms and ~7–8 ms (1.6×) every few seconds, mostly on its own (correlation between the
 two CPUs' timings 0.10 over 40 s; −0.14 over the next 30 s, of which the first 25 s both
 were slow); unpinned, the reference's medians read 8–15 ms from run to run. A query on
