@@ -116,11 +116,14 @@ def test_a_whole_file_write_never_replaces_a_link_into_proc_or_the_users_link(tm
     stdout_link = tmp_path / "stdout"  # as /dev/stdout is, but where a regression does no harm
     stdout_link.symlink_to("/proc/self/fd/1")
     with open(out, "w") as f:
+        f.write("written before\n")
+        f.flush()
         r = subprocess.run([sys.executable, "-m", "chbench", "report", str(cb), "--markdown", str(stdout_link)],
                            stdout=f, stderr=subprocess.PIPE, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert stdout_link.is_symlink()
     text = out.read_text()
+    assert text.startswith("written before\n")  # appended, as the shell's > leaves it
     assert "Summary: cb.json" in text and "clickhouse-benchmark (all queries)" in text and "1.26" in text
     assert "1471.9 QPS over 200 queries" in text
 

@@ -69,7 +69,10 @@ def write_report(path: str | Path, text: str) -> None:
     check_directory(p)  # compare --output, history report --html: a traceback before
     try:
         if rename_target(p) is None:
-            p.write_text(text, encoding="utf-8")
+            # appended: /dev/stdout sent to a file reopens that file, and truncating it
+            # would drop what the shell wrote there before (`{ echo; chbench …; } > f`)
+            with open(p, "a", encoding="utf-8") as f:
+                f.write(text)
         else:
             write_text_atomic(p, text)
     except OSError as e:  # a read-only directory, a full disk
