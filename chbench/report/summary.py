@@ -8,6 +8,7 @@ from pathlib import Path
 
 from chbench.compare.sides import Sides
 from chbench.export.sections import Cell, Column, Section, Table, Text
+from chbench.stats.compare import side_summary
 
 COLUMNS = [Column("query", align="left", key="name"), Column("side", align="left", key="side"),
            Column("runs", "d"), Column("errors", "d"), Column("min ms", ".2f", key="min_ms"),
@@ -20,9 +21,10 @@ def summary_section(sides: Sides) -> Section:
     table = Table(COLUMNS, row_keys=[])
     for side in sides.sides:
         for name, d in side.queries.items():
-            got = d.summary or {}
-            table.rows.append([Cell(name), Cell(side.label), Cell(d.summary_runs), Cell(d.errors),
-                               *(Cell(got.get(k)) for k in SHOWN)])
+            if (said := side_summary(d)) is None:  # as compare --format json prints the side
+                continue
+            table.rows.append([Cell(name), Cell(side.label), Cell(said.runs), Cell(said.errors),
+                               *(Cell(said.stats.get(k)) for k in SHOWN)])
             table.row_keys.append(("query", name))
     blocks: list[Text | Table] = [Text(f"{sides.path}: {sides.format}'s summary numbers, no raw samples "
                                        "(a comparison of two such files can test nothing)"), table]
