@@ -8,7 +8,7 @@ per band of the reference's move, the largest query ratio and interval low end s
 
 Every pair of files in one group (a directory, or a glob) up to --apart apart (in name
 order) is compared both ways with the library's ``build_comparison``; each query is
-oriented so the run whose reference was slower is B. Seen (2026-12-08, 01:50 UTC, on
+oriented so the run whose reference was slower is B. Seen (2026-12-08, 01:33 UTC, on
 bench/reference_pairs.py's 79 short embedded runs of 2026-12-07 23:22–23:27 and the 15 full
 runs of bench/bars.py's sep-pairs/aa-separate, 23:40–23:56): 5,600 verdicts, the
 reference up to +102%, no ratio beyond +45% and no low end beyond +20%; +60% to +102%

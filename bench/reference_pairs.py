@@ -67,7 +67,9 @@ def runs_in_turn(work: Path, minutes: float, kinds: dict[str, list[str]]) -> Non
     end, i = time.monotonic() + 60 * minutes, 0
     while time.monotonic() < end:
         for kind, extra in kinds.items():
-            subprocess.run([sys.executable, "-m", "chbench", "run", *extra, *RUN, "--out",
+            # the kind's options after RUN's: the last --scale wins (until 2026-12-08 B's
+            # 0.11 came first, so every "+10% rows" run was read at 0.1, an A/A run)
+            subprocess.run([sys.executable, "-m", "chbench", "run", *RUN, *extra, "--out",
                             str(work / f"{kind}-{i:03d}.json")], cwd=work, check=False,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         i += 1
