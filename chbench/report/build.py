@@ -65,12 +65,16 @@ def build_report(files: list[str], opts: CompareOptions | None = None) -> Report
                          f"({', '.join(f for f, _ in comparable)}): give the two to compare, or report each apart")
     if comparable:
         n_sides = len(sides_of(*comparable[0], opts.metric if opts else "client_ms").sides)
+        compared = False
         if len(comparable) == 1 and n_sides > 2:  # N-way: a trend, or every pair compare judges
             sections += _nway_sections(*comparable[0], opts)
         elif not (len(comparable) == 1 and n_sides < 2):
             sections.append(comparison_section(build_comparison([f for f, _ in comparable], opts)))
-        sections += [run_section(f, d) if isinstance(d, RunDocument) else summary_section(sides_of(f, d))
-                     for f, d in comparable]
+            compared = True
+        # the comparison draws each query's samples of both runs: the runs' sections do not
+        # draw them again (two runs of 400 queries: 2,401 charts in 66 s here, 801 without)
+        sections += [run_section(f, d, charts=not compared) if isinstance(d, RunDocument)
+                     else summary_section(sides_of(f, d)) for f, d in comparable]
     # two load files, or two replays, and nothing else to compare: compared as compare does
     alike = [(f, d) for f, d in opened if isinstance(d, (LoadDocument, ReplayDocument))]
     if not comparable and len(alike) == 2 and type(alike[0][1]) is type(alike[1][1]):

@@ -106,6 +106,8 @@ def missing_line(table: Table) -> list[Text]:
 
 
 def run_section(path: str, doc: RunDocument, charts: bool = True) -> Section:
+    """The run's table and notes; ``charts``: each query's samples drawn (False where the
+    comparison draws them, under "Per query")."""
     targets = "; ".join(f"{k} = {v}" for k, v in doc.side_labels().items())
     table = run_table(doc)
     blocks: list[Any] = [Text(f"{path} — status {doc.status}; targets: {targets}"), *test_lines(doc),
