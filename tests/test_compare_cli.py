@@ -17,7 +17,10 @@ from tests.conftest import assert_one_line_error, run_cli
 # runs by hand), at 18 ms the intervals are about half as wide (0 of 12)
 Q_SMALL = "-- name: hash\nSELECT sum(cityHash64(number)) FROM numbers(8000000);\n" \
           "-- name: count\nSELECT count() FROM numbers(20000000) WHERE number % 7 = 1;\n"
-Q_BIG = "-- name: hash\nSELECT sum(cityHash64(number)) FROM numbers(48000000);\n" \
+# `hash` 15x the rows (~10x slower): far beyond what a busier machine can explain in
+# separate runs (stats/machine.py). At 6x (~4x slower) a CI run called it `unstable`
+# while the reference task's own two speeds were bounded by their 4th power (2026-12-08)
+Q_BIG = "-- name: hash\nSELECT sum(cityHash64(number)) FROM numbers(120000000);\n" \
         "-- name: count\nSELECT count() FROM numbers(20000000) WHERE number % 7 = 1;\n" \
         "-- name: new_one\nSELECT 1;\n"
 
@@ -46,7 +49,7 @@ def test_side_by_side_known_shift_is_slower_exit_1(files):
     assert r.code == 1, r.stderr
     doc = r.json()
     by = {q["name"]: q for q in doc["queries"]}
-    assert by["hash"]["verdict"] == "slower" and 1.4 < by["hash"]["ratio"] < 9
+    assert by["hash"]["verdict"] == "slower" and 3 < by["hash"]["ratio"] < 30
     lo, hi = by["hash"]["ci"]
     assert lo < by["hash"]["ratio"] < hi and lo > 1.05
     assert by["count"]["verdict"] in ("no change", "unstable")
