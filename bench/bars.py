@@ -159,8 +159,15 @@ def main() -> None:
         t = time.monotonic()
         PARTS[part](res)
         res.setdefault("part_seconds", {})[part] = round(time.monotonic() - t, 1)
+        # rows of parts not run now come from bars.json: each says when and on which code
+        # (2026-12-08: the sep-pairs rows printed were those of a rule withdrawn the day before)
+        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True).stdout.strip()
+        res.setdefault("measured", {})[part] = f"{time.strftime('%m-%d %H:%M', time.gmtime())} UTC, {commit}"
         path.write_text(json.dumps(res, indent=2))
         print(f"{part}: done in {time.monotonic() - t:.0f} s", file=sys.stderr, flush=True)
+    when = res.get("measured", {})
+    print(f"parts measured: {', '.join(f'{k} {v}' for k, v in when.items()) or 'unknown'}")
     print("| bar | measured | target |\n|---|---|---|")
     if "aa_separate" in res:
         print(f"| A/A separate runs, flagged | {res['aa_separate']['flagged']} of 40 "
