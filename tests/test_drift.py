@@ -164,7 +164,7 @@ def test_the_reference_tasks_own_two_speeds_do_not_explain_a_4x_slowdown():
     """Each vCPU here runs the reference at two speeds 1.6x apart (bench/reference_cpus.py),
     so it moves +50–60% between runs by itself; in 5,600 A/A verdicts no query moved beyond
     +45% whatever the reference did. Its change to the 4th power (until 2026-12-08) let a
-    +55% move explain 5.8x: a query 4x slower in CI was `unstable`. Squared: 2.4x at most."""
+    +55% move explain 5.8x (a query ~4x slower in CI was `unstable`). Squared: 2.4x at most."""
     a, b = sides(np.random.default_rng(9), [1.0] * 9 + [4.0], n=10, cv=0.05)
     m = reference_moved(1.55, (1.3, 1.7))
     assert m["busier"] == "B" and m["explains_up_to"] == pytest.approx(1.55 ** 2)

@@ -46,11 +46,12 @@ REFERENCE_MIN = 5  # timings per run, at least, to compare two runs' reference t
 # with the reference moving up to +102%, no query's ratio passed +45% nor an interval's
 # low end +20%; with the reference +60% to +102% (44 pairs) the ratios stayed within
 # +35%. The reference reads one CPU at a time, and each vCPU here switches between two
-# speeds 1.6x apart on its own (bench/reference_cpus.py): its big moves are mostly that. To the 4th power a +45% move
-# explained 4.4x: a CI run (2026-12-08) called a query ~4x slower `unstable`
-# (tests/test_compare_cli.py; the reference's own bimodality moves it +50–60%).
-# Squared keeps a margin over the linear bound (a CPU half as fast makes a query at most
-# twice as slow) and over all of those verdicts (the +50% floor already covers them).
+# speeds 1.6x apart on its own (bench/reference_cpus.py): its big moves are mostly that.
+# To the 4th power a +45% move explained 4.4x; a CI run (2026-12-08) called a query ~4x
+# slower `unstable` (tests/test_compare_cli.py; the file kept no cause, and such a move
+# of the reference alone would do it). Squared keeps a margin over the linear bound (a
+# CPU half as fast makes a query at most twice as slow) and over all of those verdicts
+# (the +50% floor already covers them).
 REFERENCE_POWER = 2.0
 EXPLAINS_FLOOR = 1.5
 SHARE_FACTOR = 3.0
