@@ -90,6 +90,29 @@ def test_nothing_shown_names_the_queries_that_moved_most(modern, tmp_path):
     assert "No query slower or faster" in text and "unstable, moved most: sum +" in text
 
 
+def test_changed_queries_without_profiles_are_named_not_denied(threads_file, tmp_path):
+    """An engine that keeps no query_log (chDB before 26.9) against one that does: the
+    queries changed, and explain said "No query slower or faster" (24.8 → 26.9, 9 changed).
+    It names them and says the evidence is missing; the JSON carries each one's note."""
+    import json
+
+    doc = load(threads_file)
+    doc["meta"].pop("explain", None)
+    for q in doc["queries"]:
+        for s in q["samples"]:
+            s.pop("profile", None)
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(doc))
+    r = run_cli("explain", str(bare))
+    assert r.code == 1, r.stderr  # sum is slower, as compare says
+    text = " ".join(r.stdout.split())  # the console wraps its lines
+    assert "No query slower or faster" not in text and "sum slower +" in text
+    assert "nothing to explain them with" in text
+    j = run_cli("explain", str(bare), "--format", "json").json()
+    changed = [q for q in j["queries"] if q["verdict"] in ("slower", "faster")]
+    assert changed and all(q["why"]["note"] for q in changed)
+
+
 def test_no_explain_collects_nothing_and_explain_says_why(modern, tmp_path):
     out = tmp_path / "off.json"
     r = run_cli("run", "--target", modern.http_url, "--query", "SELECT 1", "--setting-b", "max_threads=1",

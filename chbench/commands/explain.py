@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     data = {"kind": "explain", "files": args.files, "sides": info,
             "queries": [{"name": r.name, "verdict": r.verdict, "ratio": r.ratio, "ci": list(r.ci) if r.ci else None,
                          **({"why": whys[r.name].to_json()} if r.name in whys and (r.verdict in FLAGGED or args.query)
-                            else {})}
+                            else {"why": r.why} if r.why and r.verdict in FLAGGED else {})}
                         for r in rows]}
     section = explain_section(cmp, whys, charts=args.format == "html", info=info, top=args.top, asked=args.query)
     section.title = f"chbench explain: {cmp.doc.a_label} → {cmp.doc.b_label}"

@@ -13,6 +13,7 @@ from chbench.export.sections import Block, Cell, Charts, Column, Details, Headin
 from chbench.report.charts import chart, key
 from chbench.report.comparison import side_lines
 from chbench.stats.explain import MetricChange, ProfileRun, Why, number
+from chbench.stats.verdict import FLAGGED
 
 TOP = 5
 COLUMNS = [
@@ -148,9 +149,16 @@ def explain_section(cmp: Comparison, whys: dict[str, Why], charts: bool, info: d
             blocks.append(Text(f"Side {side}: {note}", "summary"))
     if charts:  # the flame graphs are the HTML report's: there, say where they are missing
         blocks += stacks_lines(info)
+    changed = [q for q in cmp.doc.queries if q.verdict in FLAGGED]
     if not whys and asked:  # asked for by name: what is missing is the evidence, not a change
         blocks.append(Text(f"Nothing to explain {', '.join(asked)} with: neither side kept its counters or "
                            "operator times (see the notes above).", "summary"))
+    elif not whys and changed:  # changed, but a side kept no profiles (seen: 24.8 → 26.9 said "No query slower")
+        names = ", ".join(f"{q.name} {q.verdict} {change(q.ratio)}" for q in changed[:5])
+        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        blocks.append(Text(f"{len(changed)} {'query' if len(changed) == 1 else 'queries'} changed ({names}{more}), "
+                           "but without counters or operator times on both sides there is nothing to explain "
+                           "them with (see the notes above).", "summary"))
     elif not whys:
         # a large change not shown (unstable) is still worth a look: name the largest
         moved = sorted((q for q in cmp.doc.queries if q.verdict == "unstable" and q.ratio and q.ratio > 0),
