@@ -111,6 +111,17 @@ def test_changed_queries_without_profiles_are_named_not_denied(threads_file, tmp
     j = run_cli("explain", str(bare), "--format", "json").json()
     changed = [q for q in j["queries"] if q["verdict"] in ("slower", "faster")]
     assert changed and all(q["why"]["note"] for q in changed)
+    # some explained, some not: the rest are named as the others
+    from chbench.compare import build_comparison
+    from chbench.export import get_exporter
+    from chbench.export.sections import Report
+    from chbench.report.explain import explain_section
+    from chbench.stats.explain import Why
+
+    cmp = build_comparison([str(bare)])
+    section = explain_section(cmp, {"one": Why(facts=["a fact"])}, charts=False, info={})
+    text = " ".join(get_exporter("markdown").render(Report("", [section], [str(bare)])).split())
+    assert "1 other query changed (sum slower +" in text and "a fact" in text
 
 
 def test_no_explain_collects_nothing_and_explain_says_why(modern, tmp_path):

@@ -149,17 +149,18 @@ def explain_section(cmp: Comparison, whys: dict[str, Why], charts: bool, info: d
             blocks.append(Text(f"Side {side}: {note}", "summary"))
     if charts:  # the flame graphs are the HTML report's: there, say where they are missing
         blocks += stacks_lines(info)
-    changed = [q for q in cmp.doc.queries if q.verdict in FLAGGED]
+    # changed, but a side kept no profiles for them (seen: 24.8 → 26.9, 9 changed, said "No query slower")
+    unexplained = [q for q in cmp.doc.queries if q.verdict in FLAGGED and q.name not in whys]
     if not whys and asked:  # asked for by name: what is missing is the evidence, not a change
         blocks.append(Text(f"Nothing to explain {', '.join(asked)} with: neither side kept its counters or "
                            "operator times (see the notes above).", "summary"))
-    elif not whys and changed:  # changed, but a side kept no profiles (seen: 24.8 → 26.9 said "No query slower")
-        names = ", ".join(f"{q.name} {q.verdict} {change(q.ratio)}" for q in changed[:5])
-        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
-        blocks.append(Text(f"{len(changed)} {'query' if len(changed) == 1 else 'queries'} changed ({names}{more}), "
-                           "but without counters or operator times on both sides there is nothing to explain "
-                           "them with (see the notes above).", "summary"))
-    elif not whys:
+    elif unexplained and not asked:
+        names = ", ".join(f"{q.name} {q.verdict} {change(q.ratio)}" for q in unexplained[:5])
+        more = f" and {len(unexplained) - 5} more" if len(unexplained) > 5 else ""
+        n = f"{len(unexplained)}{' other' if whys else ''} {'query' if len(unexplained) == 1 else 'queries'}"
+        blocks.append(Text(f"{n} changed ({names}{more}), but without counters or operator times on both sides "
+                           "there is nothing to explain them with (see the notes above).", "summary"))
+    if not whys and not asked and not unexplained:
         # a large change not shown (unstable) is still worth a look: name the largest
         moved = sorted((q for q in cmp.doc.queries if q.verdict == "unstable" and q.ratio and q.ratio > 0),
                        key=lambda q: -abs(math.log(q.ratio or 1.0)))
