@@ -10,7 +10,7 @@ from typing import Any
 
 from chbench.compare.document import ComparisonDoc
 from chbench.export.numbers import count
-from chbench.stats.compare import LEVEL_UNKNOWN
+from chbench.stats.compare import LEVEL_UNKNOWN, NOT_SHOWN
 from chbench.stats.shift import who_may
 from chbench.stats.verdict import FLAGGED, NO_CHANGE, UNSTABLE, CommonShift, QueryComparison, pct
 
@@ -193,7 +193,7 @@ def _unstable_lines(unstable: list[QueryComparison], doc: ComparisonDoc, separat
                    "only (clickhouse-benchmark's --json, the upgrade script's) allows no test and the runs' ranges "
                    "overlap; measure with chbench (run, or load --out) to keep every sample")
         unstable = [q for q in unstable if q not in summarized]
-    not_shown = [q for q in unstable if q.reasons and "once corrected" in q.reasons[0]]
+    not_shown = [q for q in unstable if q.reasons and NOT_SHOWN in q.reasons[0]]
     if not_shown:  # past the threshold, the test's level missing: not "noise wider than" it
         out.append(f"{_queries(len(not_shown))} unstable: beyond ±{s.threshold:.0%}, but not significant once "
                    f"corrected for the other queries ({', '.join(q.name for q in not_shown[:5])}"

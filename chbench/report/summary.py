@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from chbench.compare.sides import Sides
-from chbench.export.sections import Cell, Column, Section, Table, Text
+from chbench.export.sections import Column, Section, Table, Text
 from chbench.stats.compare import side_summary
 
 COLUMNS = [Column("query", align="left", key="name"), Column("side", align="left", key="side"),
@@ -23,9 +23,8 @@ def summary_section(sides: Sides) -> Section:
         for name, d in side.queries.items():
             if (said := side_summary(d)) is None:  # as compare --format json prints the side
                 continue
-            table.rows.append([Cell(name), Cell(side.label), Cell(said.runs), Cell(said.errors),
-                               *(Cell(said.stats.get(k)) for k in SHOWN)])
-            table.row_keys.append(("query", name))
+            table.add(name, side.label, said.runs, said.errors, *(said.stats.get(k) for k in SHOWN),
+                      key=("query", name))
     blocks: list[Text | Table] = [Text(f"{sides.path}: {sides.format}'s summary numbers, no raw samples "
                                        "(a comparison of two such files can test nothing)"), table]
     for side in sides.sides:
